@@ -1,0 +1,7 @@
+# SPDX-License-Identifier: MIT
+EXTRA_DIST += \
+	contrib/bench/blk-mechanisms \
+	contrib/scripts/build.sh \
+	contrib/scripts/demo.sh \
+	contrib/scripts/setup-debian.sh \
+	contrib/scripts/test.sh

@@ -1,0 +1,10 @@
+# SPDX-License-Identifier: MIT
+noinst_HEADERS += \
+	%reldir%/mqfs/blk.h \
+	%reldir%/mqfs/clock.h \
+	%reldir%/mqfs/compiler.h \
+	%reldir%/mqfs/elevator.h \
+	%reldir%/mqfs/list.h \
+	%reldir%/mqfs/lock.h \
+	%reldir%/mqfs/mq_dev.h \
+	%reldir%/mqfs/rbtree.h

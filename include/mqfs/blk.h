@@ -1,0 +1,302 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * blk.h - the block layer's contract with its users: bios, requests,
+ * queues and plugs.
+ *
+ * A caller (the filesystem, mqfs-bench) describes I/O as bios and hands
+ * them to mq_submit_bio().  The block layer turns bios into requests
+ * (merging them where it can), schedules them through an elevator, issues
+ * them to a driver and calls each bio's end_io when its request completes.
+ * Errors reach the caller only through bio->status: submission never fails.
+ */
+#ifndef MQFS_BLK_H
+#define MQFS_BLK_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stddef.h>
+#include "mqfs/compiler.h"
+#include "mqfs/list.h"
+#include "mqfs/rbtree.h"
+
+#define MQ_SECTOR_SHIFT		9
+#define MQ_SECTOR_SIZE		(1u << MQ_SECTOR_SHIFT)
+
+enum mq_op {
+	MQ_OP_READ = 0,
+	MQ_OP_WRITE,
+	MQ_OP_FLUSH,
+	MQ_OP_DISCARD,
+	MQ_OP_WRITE_ZEROES,
+	MQ_OP_COUNT
+};
+
+/* Data direction, the index of every per-direction array (as mq-deadline). */
+enum mq_dir {
+	MQ_DIR_READ = 0,
+	MQ_DIR_WRITE,
+	MQ_DIR_COUNT
+};
+
+/* Request flags carried from the bio (cmd_flags). */
+enum {
+	MQ_REQ_SYNC		= 1u << 0,	/* someone waits for it */
+	MQ_REQ_FUA		= 1u << 1,	/* forced unit access */
+	MQ_REQ_META		= 1u << 2,	/* filesystem metadata */
+	MQ_REQ_DONTCACHE	= 1u << 3,	/* uncached write-behind */
+	MQ_REQ_NOMERGE		= 1u << 4,	/* never merge this one */
+	MQ_REQ_COMPLETE_IN_TASK	= 1u << 5,	/* end_io needs task context */
+};
+
+/* I/O priority classes, as ioprio(7).  NONE is served as BE. */
+enum mq_prio_class {
+	MQ_PRIO_NONE = 0,
+	MQ_PRIO_RT,
+	MQ_PRIO_BE,
+	MQ_PRIO_IDLE,
+};
+
+struct mq_bio;
+typedef void (*mq_bio_end_io_t)(struct mq_bio *bio);
+
+/*
+ * struct mq_bio - one contiguous piece of I/O from a caller.
+ *
+ * The caller owns the bio until end_io runs.  @next is the block layer's
+ * link while the bio sits inside a request.
+ */
+struct mq_bio {
+	uint64_t sector;		/* start, 512-byte sectors */
+	uint32_t size;			/* bytes; 0 for flush */
+	uint8_t op;			/* enum mq_op */
+	uint8_t prio_class;		/* enum mq_prio_class */
+	uint16_t flags;			/* MQ_REQ_* */
+	void *buf;			/* data for read/write */
+	int status;			/* 0 or -errno, valid in end_io */
+	uint64_t done_ns;		/* completion time, valid in end_io */
+	mq_bio_end_io_t end_io;
+	void *private;			/* caller's */
+	struct mq_bio *next;		/* block layer's chain */
+};
+
+static inline void mq_bio_init(struct mq_bio *bio, enum mq_op op,
+			       uint64_t sector, void *buf, uint32_t size,
+			       mq_bio_end_io_t end_io, void *private)
+{
+	*bio = (struct mq_bio){ .sector = sector, .size = size, .op = op,
+				.buf = buf, .end_io = end_io,
+				.private = private };
+}
+
+static inline uint64_t mq_bio_end_sector(const struct mq_bio *bio)
+{
+	return bio->sector + (bio->size >> MQ_SECTOR_SHIFT);
+}
+
+static inline enum mq_dir mq_op_dir(unsigned op)
+{
+	return op == MQ_OP_READ ? MQ_DIR_READ : MQ_DIR_WRITE;
+}
+
+struct mq_queue;
+struct mq_hw_queue;
+struct mq_sw_ctx;
+
+/* Request state flags (rq_flags), owned by the block layer. */
+enum {
+	MQ_RQF_ELV		= 1u << 0,	/* allocated from scheduler tags */
+	MQ_RQF_ELVPRIV		= 1u << 1,	/* elevator saw it at insert */
+	MQ_RQF_STARTED		= 1u << 2,	/* handed to the driver */
+	MQ_RQF_DONTPREP		= 1u << 3,	/* driver prepared it once */
+};
+
+/*
+ * struct mq_request - the unit the elevator schedules and the driver runs.
+ *
+ * Every request is one slot of a preallocated pool indexed by tag; the
+ * driver's per-request context follows the struct (mq_rq_pdu()), so
+ * nothing is allocated per I/O.
+ */
+struct mq_request {
+	struct mq_queue *q;
+	struct mq_hw_queue *hctx;
+	struct mq_sw_ctx *ctx;
+	struct mq_request *rq_next;	/* plug and batch lists */
+
+	uint64_t sector;		/* start, 512-byte sectors */
+	uint32_t nr_bytes;
+	uint16_t nr_segs;		/* bios in the chain */
+	uint8_t op;
+	uint8_t prio_class;
+	uint32_t cmd_flags;		/* MQ_REQ_* */
+	uint32_t rq_flags;		/* MQ_RQF_* */
+	int tag;			/* driver tag, -1 when none */
+	int internal_tag;		/* scheduler tag, -1 without elevator */
+	int status;			/* set by the driver before completion */
+	struct mq_bio *bio, *biotail;
+
+	uint64_t alloc_ns;		/* entered the block layer */
+	uint64_t start_ns;		/* handed to the driver */
+
+	/* Elevator linkage; valid only while the elevator owns it. */
+	struct mq_list_head queuelist;	/* FIFO or dispatch list */
+	struct mq_rb_node rb_node;	/* sort tree */
+	struct mq_hlist_node hash;	/* back-merge hash on end sector */
+	uint64_t fifo_time;		/* deadline, ns */
+	void *elv_priv[2];		/* the elevator's private slot */
+} mq_cacheline_aligned;
+
+static inline void *mq_rq_pdu(struct mq_request *rq)
+{
+	return rq + 1;
+}
+
+static inline enum mq_dir mq_rq_dir(const struct mq_request *rq)
+{
+	return mq_op_dir(rq->op);
+}
+
+static inline uint64_t mq_rq_end_sector(const struct mq_request *rq)
+{
+	return rq->sector + (rq->nr_bytes >> MQ_SECTOR_SHIFT);
+}
+
+/* Iterate the bios of a request. */
+#define mq_rq_for_each_bio(bio, rq) \
+	for ((bio) = (rq)->bio; (bio); (bio) = (bio)->next)
+
+/* Singly linked request list with a tail, as the kernel's rq_list. */
+struct mq_rq_list {
+	struct mq_request *head, *tail;
+};
+
+static inline void mq_rq_list_add_tail(struct mq_rq_list *l,
+				       struct mq_request *rq)
+{
+	rq->rq_next = NULL;
+	if (l->tail)
+		l->tail->rq_next = rq;
+	else
+		l->head = rq;
+	l->tail = rq;
+}
+
+static inline void mq_rq_list_add_head(struct mq_rq_list *l,
+				       struct mq_request *rq)
+{
+	rq->rq_next = l->head;
+	l->head = rq;
+	if (!l->tail)
+		l->tail = rq;
+}
+
+static inline struct mq_request *mq_rq_list_pop(struct mq_rq_list *l)
+{
+	struct mq_request *rq = l->head;
+
+	if (rq) {
+		l->head = rq->rq_next;
+		if (!l->head)
+			l->tail = NULL;
+		rq->rq_next = NULL;
+	}
+	return rq;
+}
+
+static inline bool mq_rq_list_empty(const struct mq_rq_list *l)
+{
+	return l->head == NULL;
+}
+
+/*
+ * struct mq_plug - a thread's batch of requests not yet issued.
+ *
+ * Lives on the caller's stack between mq_start_plug() and mq_finish_plug().
+ * The fields are the block layer's; callers only start and finish it.
+ */
+struct mq_plug {
+	struct mq_rq_list mq_list;	/* requests waiting for the flush */
+	struct mq_rq_list cached_rqs;	/* preallocated by a batch tag get */
+	struct mq_queue *cached_q;	/* queue the cached requests belong to */
+	uint64_t cur_ns;		/* one timestamp per plug batch */
+	unsigned short nr_ios;		/* requests still to preallocate */
+	unsigned short rq_count;
+	bool multiple_queues;
+	bool has_elevator;
+};
+
+void mq_start_plug(struct mq_plug *plug, unsigned nr_ios);
+void mq_finish_plug(struct mq_plug *plug);
+/* Flush the calling thread's plug, if any: call before any blocking wait. */
+void mq_flush_plug(void);
+struct mq_plug *mq_current_plug(void);
+
+/* Queue configuration; zero fields take the documented defaults. */
+struct mq_queue_config {
+	const char *elevator;		/* "none" or "mq-deadline" (default) */
+	unsigned nr_hw_queues;		/* default 1, capped by the driver */
+	unsigned queue_depth;		/* driver tags; default: the driver's */
+	unsigned nr_requests;		/* scheduler tags; 2*min(qd,128) */
+	unsigned max_sectors_kb;	/* largest merged request; 512 */
+	/* Mechanism switches for A/B measurements (all on by default). */
+	bool eager_dispatch;		/* dequeue even when no driver tag */
+	bool async_run;			/* punt every queue run to the worker */
+	bool single_tag_alloc;		/* one tag per allocation call */
+	bool no_merges;			/* nomerges=2 */
+};
+
+struct mq_dev;
+/* Create a queue on @dev (ERR_PTR on failure). */
+struct mq_queue *mq_queue_create(struct mq_dev *dev,
+				 const struct mq_queue_config *cfg);
+/* Destroy: all I/O must have completed; checks every balance counter. */
+void mq_queue_destroy(struct mq_queue *q);
+void mq_submit_bio(struct mq_queue *q, struct mq_bio *bio);
+
+const char *mq_queue_elevator_name(const struct mq_queue *q);
+/* Drain, switch, resume.  -EINVAL for an unknown elevator. */
+int mq_queue_switch_elevator(struct mq_queue *q, const char *name);
+/* Elevator and queue tunables in the kernel's sysfs vocabulary. */
+int mq_queue_attr_store(struct mq_queue *q, const char *name,
+			const char *value);
+int mq_queue_attr_show(struct mq_queue *q, const char *name,
+		       char *buf, size_t len);
+/* Names of the tunables, NULL-terminated list valid while unchanged. */
+int mq_queue_attr_list(struct mq_queue *q, const char **names,
+		       unsigned max);
+/* Dispatch batch histogram buckets: 0, 1, 2-3, 4-7, ... 128+. */
+#define MQ_DISPATCH_HIST	9
+
+/*
+ * Statistics of one hardware queue (or their sum), in the kernel's
+ * vocabulary: /sys/block/DEV/stat and blk-mq debugfs.
+ */
+struct mq_queue_stats {
+	uint64_t bios[MQ_DIR_COUNT];		/* submitted */
+	uint64_t ios[MQ_DIR_COUNT];		/* requests completed */
+	uint64_t sectors[MQ_DIR_COUNT];		/* completed */
+	uint64_t merges[MQ_DIR_COUNT];		/* bios merged away */
+	uint64_t plug_merges, elv_merges, rq_merges;
+	uint64_t dispatched[MQ_DIR_COUNT];	/* handed to the driver */
+	uint64_t in_flight;			/* dispatched, not completed */
+	uint64_t queue_ns[MQ_DIR_COUNT];	/* sum: alloc -> dispatch */
+	uint64_t device_ns[MQ_DIR_COUNT];	/* sum: dispatch -> complete */
+	uint64_t errors;
+	uint64_t dispatch_runs;			/* runs that issued >= 1 */
+	uint64_t dispatch_hist[MQ_DISPATCH_HIST];
+	uint64_t requeues;			/* device busy: back on list */
+	uint64_t run_sync, run_async;		/* queue runs by context */
+	uint64_t tag_alloc_calls, tags_allocated, tag_waits;
+	uint64_t completion_batches;		/* calls completing >= 1 */
+	unsigned dispatch_busy;			/* EWMA, 0..16 */
+	unsigned nr_hw_queues;
+};
+
+/* Sum over all hardware queues (@hctx < 0) or one of them. */
+int mq_queue_get_stats(struct mq_queue *q, int hctx,
+		       struct mq_queue_stats *out);
+
+/* Block until every submitted request has completed. */
+void mq_queue_drain(struct mq_queue *q);
+
+#endif /* MQFS_BLK_H */

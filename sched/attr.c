@@ -1,0 +1,156 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * attr.c - a queue's tunables and statistics in the kernel's vocabulary
+ * (/sys/block/DEV/queue/ and its iosched/ directory), plus the small
+ * accessors drivers use.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+#include "blk_i.h"
+#include "elv_i.h"
+
+void *mq_hctx_driver_data(const struct mq_hw_queue *hctx)
+{
+	return hctx->driver_data;
+}
+
+unsigned mq_hctx_index(const struct mq_hw_queue *hctx)
+{
+	return hctx->index;
+}
+
+struct mq_dev *mq_hctx_dev(const struct mq_hw_queue *hctx)
+{
+	return hctx->q->dev;
+}
+
+static const char *const queue_attrs[] = {
+	"scheduler", "nr_requests", "queue_depth", "nr_hw_queues",
+	"max_sectors_kb", "nomerges",
+};
+
+int mq_queue_attr_list(struct mq_queue *q, const char **names, unsigned max)
+{
+	unsigned n = 0;
+
+	for (size_t i = 0; i < MQ_ARRAY_SIZE(queue_attrs) && n < max; i++)
+		names[n++] = queue_attrs[i];
+	if (q->elevator)
+		for (unsigned i = 0; i < q->elevator->type->nr_attrs && n < max; i++)
+			names[n++] = q->elevator->type->attrs[i].name;
+	return (int)n;
+}
+
+/* "[mq-deadline] none" style: the active one in brackets. */
+static void attr_show_scheduler(struct mq_queue *q, char *buf, size_t len)
+{
+	const char *names[8];
+	unsigned n = mq_elv_list(names, 8);
+	size_t off = 0;
+
+	buf[0] = '\0';
+	for (unsigned i = 0; i < n && off < len; i++) {
+		bool cur = !strcmp(names[i], mq_queue_elevator_name(q));
+
+		off += (size_t)snprintf(buf + off, len - off, "%s%s%s%s",
+					i ? " " : "", cur ? "[" : "",
+					names[i], cur ? "]" : "");
+	}
+}
+
+int mq_queue_attr_show(struct mq_queue *q, const char *name, char *buf,
+		       size_t len)
+{
+	unsigned v;
+
+	if (!strcmp(name, "scheduler")) {
+		attr_show_scheduler(q, buf, len);
+		return 0;
+	}
+	if (!strcmp(name, "nr_requests"))
+		v = q->nr_requests;
+	else if (!strcmp(name, "queue_depth"))
+		v = q->queue_depth;
+	else if (!strcmp(name, "nr_hw_queues"))
+		v = q->nr_hw_queues;
+	else if (!strcmp(name, "max_sectors_kb"))
+		v = q->limits.max_bytes / 1024;
+	else if (!strcmp(name, "nomerges"))
+		v = q->cfg.no_merges ? 2 : 0;
+	else
+		return q->elevator ? mq_elv_attr_show(q->elevator, name, buf, len)
+				   : -ENOENT;
+	snprintf(buf, len, "%u", v);
+	return 0;
+}
+
+int mq_queue_attr_store(struct mq_queue *q, const char *name,
+			const char *value)
+{
+	if (!strcmp(name, "scheduler"))
+		return mq_queue_switch_elevator(q, value);
+	for (size_t i = 0; i < MQ_ARRAY_SIZE(queue_attrs); i++)
+		if (!strcmp(name, queue_attrs[i]))
+			return -EACCES;	/* read-only while the queue lives */
+	return q->elevator ? mq_elv_attr_store(q->elevator, name, value)
+			   : -ENOENT;
+}
+
+static void stats_add_ctx(struct mq_queue_stats *s, struct mq_sw_ctx *ctx)
+{
+	struct mq_ctx_stats *c = &ctx->stats;
+
+	for (int d = 0; d < MQ_DIR_COUNT; d++) {
+		s->bios[d] += atomic_load(&c->bios[d]);
+		s->merges[d] += atomic_load(&c->merges[d]);
+	}
+	s->plug_merges += atomic_load(&c->plug_merges);
+	s->elv_merges += atomic_load(&c->elv_merges);
+	s->rq_merges += atomic_load(&c->rq_merges);
+	s->tag_alloc_calls += atomic_load(&c->tag_alloc_calls);
+	s->tags_allocated += atomic_load(&c->tags_allocated);
+	s->tag_waits += atomic_load(&c->tag_waits);
+}
+
+static void stats_add_hctx(struct mq_queue_stats *s, struct mq_hw_queue *h)
+{
+	uint64_t done = 0, disp = 0;
+
+	for (int d = 0; d < MQ_DIR_COUNT; d++) {
+		s->dispatched[d] += atomic_load(&h->rstats.dispatched[d]);
+		s->queue_ns[d] += atomic_load(&h->rstats.queue_ns[d]);
+		s->ios[d] += atomic_load(&h->dstats.ios[d]);
+		s->sectors[d] += atomic_load(&h->dstats.sectors[d]);
+		s->device_ns[d] += atomic_load(&h->dstats.device_ns[d]);
+		disp += atomic_load(&h->rstats.dispatched[d]);
+		done += atomic_load(&h->dstats.ios[d]);
+	}
+	s->in_flight += disp > done ? disp - done : 0;
+	s->errors += atomic_load(&h->dstats.errors);
+	s->dispatch_runs += atomic_load(&h->rstats.dispatch_runs);
+	for (int i = 0; i < MQ_DISPATCH_HIST; i++)
+		s->dispatch_hist[i] += atomic_load(&h->rstats.dispatch_hist[i]);
+	s->requeues += atomic_load(&h->rstats.requeues);
+	s->run_sync += atomic_load(&h->rstats.run_sync);
+	s->run_async += atomic_load(&h->rstats.run_async);
+	s->completion_batches += atomic_load(&h->dstats.completion_batches);
+	s->dispatch_busy = MQ_MAX(s->dispatch_busy, h->dispatch_busy);
+}
+
+int mq_queue_get_stats(struct mq_queue *q, int hctx, struct mq_queue_stats *out)
+{
+	memset(out, 0, sizeof(*out));
+	if (hctx >= (int)q->nr_hw_queues)
+		return -EINVAL;
+	out->nr_hw_queues = q->nr_hw_queues;
+	for (unsigned i = 0; i < q->nr_hw_queues; i++)
+		if (hctx < 0 || (unsigned)hctx == i)
+			stats_add_hctx(out, q->hctxs[i]);
+	/* Submission counters live per thread slot, not per hw queue. */
+	for (unsigned i = 0; i < MQ_NR_CTX; i++)
+		if (hctx < 0 || q->ctxs[i].hctx->index == (unsigned)hctx)
+			stats_add_ctx(out, &q->ctxs[i]);
+	return 0;
+}

@@ -1,0 +1,25 @@
+# SPDX-License-Identifier: MIT
+# The block layer and its in-memory drivers: the core library.
+noinst_LIBRARIES += libmqfs.a
+libmqfs_a_SOURCES = \
+	%reldir%/attr.c \
+	%reldir%/blk_i.h \
+	%reldir%/clock.c \
+	%reldir%/complete.c \
+	%reldir%/dispatch.c \
+	%reldir%/elevator.c \
+	%reldir%/elv_i.h \
+	%reldir%/merge.c \
+	%reldir%/merge.h \
+	%reldir%/mq-deadline.c \
+	%reldir%/plug.c \
+	%reldir%/queue.c \
+	%reldir%/rbtree.c \
+	%reldir%/sbitmap.c \
+	%reldir%/sbitmap.h \
+	%reldir%/submit.c \
+	%reldir%/tag.c \
+	%reldir%/worker.c \
+	%reldir%/dev/dev_i.h \
+	%reldir%/dev/null.c \
+	%reldir%/dev/ram.c

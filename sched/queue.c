@@ -1,0 +1,323 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * queue.c - a request queue's life: creation on a device, the software
+ * and hardware contexts, freezing (drain and hold off new requests), the
+ * live elevator switch, tunables and statistics.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sched.h>
+#include "blk_i.h"
+#include "elv_i.h"
+#include "mqfs/lock.h"
+
+static _Thread_local int task_slot = -1;
+static atomic_uint next_task_slot;
+
+/* Threads get slots in arrival order, as CPUs have numbers. */
+struct mq_sw_ctx *mq_ctx_current(struct mq_queue *q)
+{
+	if (mq_unlikely(task_slot < 0))
+		task_slot = (int)(atomic_fetch_add(&next_task_slot, 1) %
+				  MQ_NR_CTX);
+	return &q->ctxs[task_slot];
+}
+
+void mq_queue_enter(struct mq_queue *q, struct mq_sw_ctx *ctx, long nr)
+{
+	for (;;) {
+		/* Dekker with the freezer: count first, then look. */
+		atomic_fetch_add(&ctx->usage, nr);
+		if (mq_likely(!atomic_load(&q->frozen)))
+			return;
+		/* A freeze started: step back and wait it out. */
+		mq_queue_exit(q, ctx, nr);
+		/* Our plugged and cached requests hold references too. */
+		mq_flush_plug();
+		pthread_mutex_lock(&q->freeze_lock);
+		while (atomic_load(&q->frozen))
+			pthread_cond_wait(&q->freeze_cond, &q->freeze_lock);
+		pthread_mutex_unlock(&q->freeze_lock);
+	}
+}
+
+void mq_queue_exit(struct mq_queue *q, struct mq_sw_ctx *ctx, long nr)
+{
+	long left = atomic_fetch_sub_explicit(&ctx->usage, nr,
+					      memory_order_release) - nr;
+
+	MQ_ASSERT(left >= 0);
+	if (left == 0 && atomic_load(&q->usage_waiters)) {
+		pthread_mutex_lock(&q->freeze_lock);
+		pthread_cond_broadcast(&q->freeze_cond);
+		pthread_mutex_unlock(&q->freeze_lock);
+	}
+}
+
+static long queue_usage(struct mq_queue *q)
+{
+	long sum = 0;
+
+	for (unsigned i = 0; i < MQ_NR_CTX; i++)
+		sum += atomic_load(&q->ctxs[i].usage);
+	return sum;
+}
+
+static void queue_wait_unused(struct mq_queue *q)
+{
+	mq_flush_plug();
+	atomic_fetch_add(&q->usage_waiters, 1);
+	pthread_mutex_lock(&q->freeze_lock);
+	while (queue_usage(q) != 0)
+		pthread_cond_wait(&q->freeze_cond, &q->freeze_lock);
+	pthread_mutex_unlock(&q->freeze_lock);
+	atomic_fetch_sub(&q->usage_waiters, 1);
+}
+
+void mq_queue_drain(struct mq_queue *q)
+{
+	queue_wait_unused(q);
+}
+
+void mq_queue_freeze(struct mq_queue *q)
+{
+	atomic_store(&q->frozen, true);
+	queue_wait_unused(q);
+}
+
+void mq_queue_unfreeze(struct mq_queue *q)
+{
+	pthread_mutex_lock(&q->freeze_lock);
+	atomic_store(&q->frozen, false);
+	pthread_cond_broadcast(&q->freeze_cond);
+	pthread_mutex_unlock(&q->freeze_lock);
+}
+
+/* No queue run may touch the elevator while it is replaced. */
+static void queue_quiesce(struct mq_queue *q)
+{
+	atomic_store(&q->quiesced, true);
+	for (unsigned i = 0; i < q->nr_hw_queues; i++)
+		while (atomic_load(&q->hctxs[i]->run_state) != MQ_RUN_IDLE)
+			sched_yield();
+}
+
+static void queue_unquiesce(struct mq_queue *q)
+{
+	atomic_store(&q->quiesced, false);
+	mq_run_hw_queues(q, false);
+}
+
+static void elv_detach(struct mq_queue *q)
+{
+	if (!q->elevator)
+		return;
+	mq_elv_free(q->elevator);
+	q->elevator = NULL;
+	for (unsigned i = 0; i < q->nr_hw_queues; i++) {
+		mq_tags_free(q->hctxs[i]->sched_tags);
+		q->hctxs[i]->sched_tags = NULL;
+	}
+}
+
+static int elv_attach(struct mq_queue *q, const struct mq_elevator_type *t)
+{
+	struct mq_elevator *e;
+
+	if (!t)
+		return 0;
+	for (unsigned i = 0; i < q->nr_hw_queues; i++) {
+		struct mq_hw_queue *hctx = q->hctxs[i];
+
+		hctx->sched_tags = mq_tags_alloc(q->nr_requests,
+						 q->dev->rq_pdu_size);
+		if (!hctx->sched_tags)
+			goto err;
+	}
+	e = mq_elv_alloc(t, q, q->nr_requests, q->limits.max_bytes,
+			 q->limits.max_segs, q->cfg.no_merges);
+	if (!e)
+		goto err;
+	q->elevator = e;
+	return 0;
+err:
+	for (unsigned i = 0; i < q->nr_hw_queues; i++) {
+		mq_tags_free(q->hctxs[i]->sched_tags);
+		q->hctxs[i]->sched_tags = NULL;
+	}
+	return -ENOMEM;
+}
+
+/* "none" is the absence of an elevator; NULL type with 0 for it. */
+static int elv_lookup(const char *name, const struct mq_elevator_type **t)
+{
+	char buf[32];
+	size_t n = strcspn(name, " \n");
+
+	if (n >= sizeof(buf))
+		return -EINVAL;
+	memcpy(buf, name, n);
+	buf[n] = '\0';
+	*t = NULL;
+	if (!strcmp(buf, "none"))
+		return 0;
+	*t = mq_elv_find(buf);
+	return *t ? 0 : -EINVAL;
+}
+
+int mq_queue_switch_elevator(struct mq_queue *q, const char *name)
+{
+	const struct mq_elevator_type *t;
+	int ret = elv_lookup(name, &t);
+
+	if (ret)
+		return ret;
+	mq_queue_freeze(q);
+	queue_quiesce(q);
+	elv_detach(q);
+	ret = elv_attach(q, t);
+	queue_unquiesce(q);
+	mq_queue_unfreeze(q);
+	return ret;
+}
+
+const char *mq_queue_elevator_name(const struct mq_queue *q)
+{
+	return q->elevator ? q->elevator->type->name : "none";
+}
+
+static struct mq_hw_queue *hctx_alloc(struct mq_queue *q, unsigned index)
+{
+	struct mq_hw_queue *hctx = aligned_alloc(MQ_CACHELINE,
+				MQ_ALIGN_UP(sizeof(*hctx), (size_t)MQ_CACHELINE));
+
+	if (!hctx)
+		return NULL;
+	memset(hctx, 0, sizeof(*hctx));
+	hctx->q = q;
+	hctx->index = index;
+	mq_lock_init_short(&hctx->lock);
+	mq_list_init(&hctx->dispatch);
+	hctx->tags = mq_tags_alloc(q->queue_depth, q->dev->rq_pdu_size);
+	if (!hctx->tags)
+		goto err_free;
+	if (q->dev->ops->queue_init(q->dev, index, &hctx->driver_data))
+		goto err_tags;
+	if (mq_hctx_worker_start(hctx))
+		goto err_exit;
+	return hctx;
+err_exit:
+	q->dev->ops->queue_exit(q->dev, index, hctx->driver_data);
+err_tags:
+	mq_tags_free(hctx->tags);
+err_free:
+	pthread_mutex_destroy(&hctx->lock);
+	free(hctx);
+	return NULL;
+}
+
+static void hctx_free(struct mq_hw_queue *hctx)
+{
+	struct mq_queue *q = hctx->q;
+
+	mq_hctx_worker_stop(hctx);
+	q->dev->ops->queue_exit(q->dev, hctx->index, hctx->driver_data);
+	MQ_ASSERT(mq_list_empty(&hctx->dispatch));
+	MQ_ASSERT(mq_sbitmap_weight(&hctx->tags->bitmap.sb) == 0);
+	mq_tags_free(hctx->tags);
+	pthread_mutex_destroy(&hctx->lock);
+	free(hctx);
+}
+
+static void queue_set_limits(struct mq_queue *q)
+{
+	const struct mq_dev_geometry *g = &q->dev->geo;
+	uint64_t kb = q->cfg.max_sectors_kb ? q->cfg.max_sectors_kb
+					    : MQ_DEFAULT_MAX_SECTORS_KB;
+	uint64_t bytes = kb * 1024;
+
+	if (g->max_hw_sectors && bytes > (uint64_t)g->max_hw_sectors << 9)
+		bytes = (uint64_t)g->max_hw_sectors << 9;
+	q->limits.max_bytes = (uint32_t)bytes;
+	q->limits.max_segs = g->max_segments ? g->max_segments : 128;
+}
+
+static void queue_set_depths(struct mq_queue *q)
+{
+	const struct mq_dev_geometry *g = &q->dev->geo;
+
+	q->nr_hw_queues = q->cfg.nr_hw_queues ? q->cfg.nr_hw_queues : 1;
+	if (g->nr_hw_queues && q->nr_hw_queues > g->nr_hw_queues)
+		q->nr_hw_queues = g->nr_hw_queues;
+	if (q->nr_hw_queues > MQ_MAX_HW_QUEUES)
+		q->nr_hw_queues = MQ_MAX_HW_QUEUES;
+	q->queue_depth = q->cfg.queue_depth ? q->cfg.queue_depth
+					    : (g->queue_depth ? g->queue_depth : 64);
+	q->nr_requests = q->cfg.nr_requests ? q->cfg.nr_requests
+			 : 2 * MQ_MIN(q->queue_depth, (unsigned)MQ_DEFAULT_RQ);
+}
+
+static void queue_map_ctxs(struct mq_queue *q)
+{
+	for (unsigned i = 0; i < MQ_NR_CTX; i++) {
+		struct mq_sw_ctx *ctx = &q->ctxs[i];
+
+		ctx->index = i;
+		ctx->hctx = q->hctxs[i % q->nr_hw_queues];
+		/* Spread the slots' starting points over the bitmap. */
+		ctx->tag_hint = (i * 2654435761u) % q->queue_depth;
+		ctx->sched_tag_hint = (i * 2654435761u) % q->nr_requests;
+	}
+}
+
+struct mq_queue *mq_queue_create(struct mq_dev *dev,
+				 const struct mq_queue_config *cfg)
+{
+	const struct mq_elevator_type *t;
+	struct mq_queue *q;
+	unsigned i;
+
+	if (elv_lookup(cfg->elevator ? cfg->elevator : "mq-deadline", &t))
+		return NULL;
+	q = aligned_alloc(MQ_CACHELINE,
+			  MQ_ALIGN_UP(sizeof(*q), (size_t)MQ_CACHELINE));
+	if (!q)
+		return NULL;
+	memset(q, 0, sizeof(*q));
+	q->dev = dev;
+	q->cfg = *cfg;
+	queue_set_depths(q);
+	queue_set_limits(q);
+	pthread_mutex_init(&q->freeze_lock, NULL);
+	pthread_cond_init(&q->freeze_cond, NULL);
+	for (i = 0; i < q->nr_hw_queues; i++) {
+		q->hctxs[i] = hctx_alloc(q, i);
+		if (!q->hctxs[i])
+			goto err;
+	}
+	queue_map_ctxs(q);
+	if (elv_attach(q, t))
+		goto err;
+	return q;
+err:
+	while (i-- > 0)
+		hctx_free(q->hctxs[i]);
+	free(q);
+	return NULL;
+}
+
+void mq_queue_destroy(struct mq_queue *q)
+{
+	mq_queue_drain(q);
+	queue_quiesce(q);
+	elv_detach(q);
+	for (unsigned i = 0; i < q->nr_hw_queues; i++)
+		hctx_free(q->hctxs[i]);
+	MQ_ASSERT(queue_usage(q) == 0);
+	pthread_mutex_destroy(&q->freeze_lock);
+	pthread_cond_destroy(&q->freeze_cond);
+	free(q);
+}

@@ -1,0 +1,112 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * submit.c - mq_submit_bio(): from a bio to a request on its way (the
+ * kernel's blk_mq_submit_bio).
+ *
+ * Merge first (plug tail, then the elevator), else allocate a request
+ * (from the plug's cache when it has one), then either add it to the plug
+ * or - unplugged - insert it into the elevator and run the queue from this
+ * thread, or issue it directly when there is no elevator.
+ *
+ * The submitter holds a queue usage reference from the start, so a live
+ * elevator switch can never free the elevator under a merge attempt; the
+ * reference passes to the request, or is dropped when the bio merged.
+ */
+#include "blk_i.h"
+#include "elv_i.h"
+
+static void submit_count_merge(struct mq_sw_ctx *ctx, const struct mq_bio *bio,
+			       _Atomic uint64_t *kind)
+{
+	mq_stat_inc_shared(&ctx->stats.merges[mq_op_dir(bio->op)], 1);
+	mq_stat_inc_shared(kind, 1);
+}
+
+static bool submit_elv_merge(struct mq_queue *q, struct mq_sw_ctx *ctx,
+			     struct mq_bio *bio)
+{
+	struct mq_elevator *e = q->elevator;
+	struct mq_request *absorbed;
+	bool merged;
+
+	pthread_mutex_lock(&e->lock);
+	merged = mq_elv_bio_merge(e, bio, &absorbed);
+	pthread_mutex_unlock(&e->lock);
+	if (absorbed) {
+		mq_stat_inc_shared(&ctx->stats.rq_merges, 1);
+		mq_free_request(absorbed);
+	}
+	if (merged)
+		submit_count_merge(ctx, bio, &ctx->stats.elv_merges);
+	return merged;
+}
+
+static bool submit_try_merge(struct mq_queue *q, struct mq_sw_ctx *ctx,
+			     struct mq_plug *plug, struct mq_bio *bio)
+{
+	if (q->cfg.no_merges || (bio->op != MQ_OP_READ && bio->op != MQ_OP_WRITE))
+		return false;
+	if (plug && mq_attempt_plug_merge(plug, q, bio)) {
+		submit_count_merge(ctx, bio, &ctx->stats.plug_merges);
+		return true;
+	}
+	return q->elevator && submit_elv_merge(q, ctx, bio);
+}
+
+static void rq_fill(struct mq_request *rq, struct mq_bio *bio, uint64_t now)
+{
+	rq->op = bio->op;
+	rq->prio_class = bio->prio_class;
+	rq->cmd_flags = bio->flags;
+	rq->sector = bio->sector;
+	rq->nr_bytes = bio->size;
+	rq->nr_segs = 1;
+	bio->next = NULL;
+	rq->bio = rq->biotail = bio;
+	rq->status = 0;
+	rq->alloc_ns = now;
+	rq->start_ns = 0;
+	rq->rq_next = NULL;
+	rq->fifo_time = 0;
+	rq->elv_priv[0] = rq->elv_priv[1] = NULL;
+	mq_list_init(&rq->queuelist);
+	mq_rb_clear_node(&rq->rb_node);
+	mq_hlist_node_init(&rq->hash);
+}
+
+static uint64_t submit_now(struct mq_plug *plug)
+{
+	if (!plug)
+		return mq_clock_ns();
+	if (!plug->cur_ns)
+		plug->cur_ns = mq_clock_ns();
+	return plug->cur_ns;
+}
+
+void mq_submit_bio(struct mq_queue *q, struct mq_bio *bio)
+{
+	struct mq_sw_ctx *ctx = mq_ctx_current(q);
+	struct mq_plug *plug = mq_current_plug();
+	struct mq_rq_list one = { 0 };
+	struct mq_request *rq;
+
+	mq_queue_enter(q, ctx, 1);
+	mq_stat_inc_shared(&ctx->stats.bios[mq_op_dir(bio->op)], 1);
+	if (submit_try_merge(q, ctx, plug, bio)) {
+		mq_queue_exit(q, ctx, 1);
+		return;
+	}
+	rq = mq_alloc_request(q, ctx, bio, plug);
+	rq_fill(rq, bio, submit_now(plug));
+	if (q->elevator && q->elevator->type->ops->prepare_request)
+		q->elevator->type->ops->prepare_request(q->elevator, rq);
+	if (plug) {
+		mq_add_rq_to_plug(plug, rq);
+		return;
+	}
+	mq_rq_list_add_tail(&one, rq);
+	if (rq->rq_flags & MQ_RQF_ELV)
+		mq_insert_requests(rq->hctx, &one, false, q->cfg.async_run);
+	else
+		mq_issue_list(rq->hctx, &one);
+}

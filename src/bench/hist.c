@@ -1,0 +1,83 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * hist.c - latency histogram for mqfs-bench: log-linear buckets (16 per
+ * power of two, so a reported percentile is within 1/16 of the truth),
+ * updated with relaxed atomics because completions run on any thread.
+ */
+#include "bench_i.h"
+
+static unsigned hist_index(uint64_t v)
+{
+	unsigned msb, sub;
+
+	if (v < (1u << HIST_SUB_BITS))
+		return (unsigned)v;
+	msb = 63u - (unsigned)__builtin_clzll(v);
+	sub = (unsigned)(v >> (msb - HIST_SUB_BITS)) & ((1u << HIST_SUB_BITS) - 1);
+	return ((msb - HIST_SUB_BITS + 1) << HIST_SUB_BITS) + sub;
+}
+
+/* The upper edge of a bucket, the value we report for it. */
+static uint64_t hist_value(unsigned idx)
+{
+	unsigned grp = idx >> HIST_SUB_BITS, sub = idx & ((1u << HIST_SUB_BITS) - 1);
+	unsigned msb;
+
+	if (grp == 0)
+		return sub;
+	msb = grp + HIST_SUB_BITS - 1;
+	return ((uint64_t)((1u << HIST_SUB_BITS) + sub + 1)) << (msb - HIST_SUB_BITS);
+}
+
+void hist_add(struct bench_hist *h, uint64_t ns)
+{
+	unsigned i = hist_index(ns);
+
+	if (i >= HIST_BUCKETS)
+		i = HIST_BUCKETS - 1;
+	atomic_fetch_add_explicit(&h->b[i], 1, memory_order_relaxed);
+}
+
+void hist_merge(struct bench_hist *to, const struct bench_hist *from)
+{
+	for (unsigned i = 0; i < HIST_BUCKETS; i++)
+		to->b[i] += atomic_load(&from->b[i]);
+}
+
+uint64_t hist_count(const struct bench_hist *h)
+{
+	uint64_t n = 0;
+
+	for (unsigned i = 0; i < HIST_BUCKETS; i++)
+		n += atomic_load(&h->b[i]);
+	return n;
+}
+
+uint64_t hist_percentile(const struct bench_hist *h, double pct)
+{
+	uint64_t total = hist_count(h), seen = 0;
+	uint64_t want = (uint64_t)((double)total * pct / 100.0);
+
+	if (!total)
+		return 0;
+	for (unsigned i = 0; i < HIST_BUCKETS; i++) {
+		seen += atomic_load(&h->b[i]);
+		if (seen > want || seen == total)
+			return hist_value(i);
+	}
+	return hist_value(HIST_BUCKETS - 1);
+}
+
+double hist_mean(const struct bench_hist *h)
+{
+	double sum = 0;
+	uint64_t n = 0;
+
+	for (unsigned i = 0; i < HIST_BUCKETS; i++) {
+		uint64_t c = atomic_load(&h->b[i]);
+
+		sum += (double)c * (double)hist_value(i);
+		n += c;
+	}
+	return n ? sum / (double)n : 0;
+}

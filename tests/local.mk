@@ -1,0 +1,42 @@
+# SPDX-License-Identifier: MIT
+# Unit tests: one Check program per module.
+UNIT_TESTS = \
+	tests/unit/test_rbtree \
+	tests/unit/test_sbitmap \
+	tests/unit/test_deadline \
+	tests/unit/test_tags \
+	tests/unit/test_plug \
+	tests/unit/test_dispatch \
+	tests/unit/test_elevator_switch \
+	tests/unit/test_stress
+
+if HAVE_CHECK
+check_PROGRAMS += $(UNIT_TESTS)
+TESTS += $(UNIT_TESTS)
+endif
+
+UNIT_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS) -I$(top_srcdir)/sched
+UNIT_LDADD = $(CORE_LIBS) $(CHECK_LIBS)
+EXTRA_DIST += tests/unit/t_util.h
+
+tests_unit_test_rbtree_CFLAGS = $(UNIT_CFLAGS)
+tests_unit_test_rbtree_LDADD = $(UNIT_LDADD)
+tests_unit_test_sbitmap_CFLAGS = $(UNIT_CFLAGS)
+tests_unit_test_sbitmap_LDADD = $(UNIT_LDADD)
+tests_unit_test_deadline_CFLAGS = $(UNIT_CFLAGS)
+tests_unit_test_deadline_LDADD = $(UNIT_LDADD)
+tests_unit_test_tags_CFLAGS = $(UNIT_CFLAGS)
+tests_unit_test_tags_LDADD = $(UNIT_LDADD)
+tests_unit_test_plug_CFLAGS = $(UNIT_CFLAGS)
+tests_unit_test_plug_LDADD = $(UNIT_LDADD)
+tests_unit_test_dispatch_CFLAGS = $(UNIT_CFLAGS)
+tests_unit_test_dispatch_LDADD = $(UNIT_LDADD)
+tests_unit_test_elevator_switch_CFLAGS = $(UNIT_CFLAGS)
+tests_unit_test_elevator_switch_LDADD = $(UNIT_LDADD)
+tests_unit_test_stress_CFLAGS = $(UNIT_CFLAGS)
+tests_unit_test_stress_LDADD = $(UNIT_LDADD)
+
+AM_TESTS_ENVIRONMENT = \
+	top_srcdir='$(top_srcdir)'; export top_srcdir; \
+	top_builddir='$(top_builddir)'; export top_builddir; \
+	CK_VERBOSITY=$${CK_VERBOSITY:-normal}; export CK_VERBOSITY;
