@@ -175,6 +175,9 @@ int mq_queue_switch_elevator(struct mq_queue *q, const char *name)
 
 	if (ret)
 		return ret;
+	/* The elevator already in place stays, tunables and all. */
+	if (t == (q->elevator ? q->elevator->type : NULL))
+		return 0;
 	mq_queue_freeze(q);
 	queue_quiesce(q);
 	elv_detach(q);

@@ -11,13 +11,17 @@
  * on a null device in MANUAL mode (fake clock): the switch must drain,
  * i.e. not finish while some requests are still outstanding, a bio
  * submitted during the switch must wait for it and then go through the
- * new elevator; data written through mq-deadline on a ram device survives
- * switches and reads back byte for byte; mq-deadline tunables accept
- * valid values, reject bad ones with -EINVAL and stay unchanged, the
- * queue's own attributes are read-only, the elevator's attributes vanish
- * with "none" (-ENOENT) and come back with their defaults.
- * Everything is deterministic: progress is awaited by polling state, never
- * by sleeping.
+ * new elevator; a switch while another thread's plug holds requests and
+ * preallocated ones (no deadlock); requests mq-deadline holds back (a
+ * lower priority behind one in flight, reads after read_expire was
+ * lowered) are not stranded and do not hang a switch; data written
+ * through mq-deadline on a ram device survives switches and reads back
+ * byte for byte; mq-deadline tunables accept valid values, reject bad
+ * ones with -EINVAL and stay unchanged, the queue's own attributes are
+ * read-only, the elevator's attributes vanish with "none" (-ENOENT) and
+ * come back with their defaults.
+ * Deterministic: progress is awaited by polling state, never by sleeping;
+ * waits that could hang on a bug are bounded in real time and fail.
  */
 #define _GNU_SOURCE
 #include <check.h>
@@ -29,6 +33,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "blk_i.h"
 #include "mqfs/clock.h"
@@ -239,6 +244,18 @@ static void join(pthread_t t)
 	ck_assert_int_eq(pthread_join(t, NULL), 0);
 }
 
+/* Join a switch that must finish: fail instead of hanging. */
+static void join_switch(struct switch_arg *a)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	ts.tv_sec += 10;
+	ck_assert_msg(pthread_timedjoin_np(a->thr, NULL, &ts) == 0,
+		      "switch to %s never finished", a->name);
+	ck_assert_int_eq(a->ret, 0);
+}
+
 /* ---- fixtures -------------------------------------------------------- */
 
 static void setup(void)
@@ -365,8 +382,7 @@ START_TEST(test_switch_drains_deadline_to_none)
 	ck_assert(atomic_load(&q->frozen));
 
 	complete_until_done(0, 2 * QD);
-	join(sw.thr);
-	ck_assert_int_eq(sw.ret, 0);
+	join_switch(&sw);
 	assert_elevator("none", "[none] mq-deadline");
 
 	/* The waiting bio went straight to a driver tag. */
@@ -408,8 +424,7 @@ START_TEST(test_switch_drains_none_to_deadline)
 	ck_assert_str_eq(mq_queue_elevator_name(q), "none");
 
 	complete_until_done(0, 4);
-	join(sw.thr);
-	ck_assert_int_eq(sw.ret, 0);
+	join_switch(&sw);
 	assert_elevator("mq-deadline", "none [mq-deadline]");
 	join(sub);
 	complete_until_done(4, 5);
@@ -468,8 +483,7 @@ START_TEST(test_held_back_request_not_stranded)
 	ck_assert_msg(complete_within(1, 2, 10),
 		      "IDLE request stranded in mq-deadline (device holds %u)",
 		      mq_null_inflight(dev));
-	join(sw.thr);
-	ck_assert_int_eq(sw.ret, 0);
+	join_switch(&sw);
 	assert_elevator("none", "[none] mq-deadline");
 	assert_stats_balanced(2);
 }
@@ -493,6 +507,61 @@ START_TEST(test_read_expire_lowered_while_queued)
 	ck_assert_uint_eq(mq_null_inflight(dev), 0);
 	ck_assert_msg(complete_within(2, 3, 10),
 		      "read held back for good after read_expire was lowered");
+	assert_stats_balanced(3);
+}
+END_TEST
+
+/* A thread that submits under a plug, pausing while the plug holds I/O. */
+struct plugger {
+	pthread_t thr;
+	atomic_int stage;		/* 1: plugged and paused, 2: go on */
+};
+
+static void *plugger_main(void *p)
+{
+	struct plugger *pl = p;
+	struct mq_plug plug;
+
+	mq_start_plug(&plug, 8);	/* preallocates: cached requests */
+	tb_read(0);
+	tb_read(1);
+	atomic_store(&pl->stage, 1);
+	while (atomic_load(&pl->stage) != 2)
+		sched_yield();
+	tb_read(2);			/* the queue is frozen meanwhile */
+	mq_finish_plug(&plug);
+	return NULL;
+}
+
+/*
+ * A switch starts while another thread's plug holds requests and cached
+ * (preallocated) ones, each with a queue usage reference.  When that
+ * thread submits again it finds the queue frozen: it must give its plug
+ * up before it waits (the kernel flushes the plug when a task sleeps), or
+ * the switch waits for it and it for the switch, for ever.
+ */
+START_TEST(test_switch_with_plugged_requests)
+{
+	const char *from = _i ? "none" : "mq-deadline";
+	struct plugger pl = { 0 };
+	struct switch_arg sw;
+
+	open_null_manual(from);
+	ck_assert_int_eq(pthread_create(&pl.thr, NULL, plugger_main, &pl), 0);
+	while (atomic_load(&pl.stage) != 1)
+		sched_yield();
+	ck_assert_uint_eq(mq_null_inflight(dev), 0);
+	switch_start(&sw, _i ? "mq-deadline" : "none");
+	spin_until_frozen();
+	atomic_store(&pl.stage, 2);
+
+	ck_assert_msg(complete_within(0, 2, 10),
+		      "plugged requests never issued: switch deadlocked");
+	join_switch(&sw);
+	join(pl.thr);
+	ck_assert_msg(complete_within(2, 3, 10), "bio after the switch lost");
+	assert_elevator(_i ? "mq-deadline" : "none", _i ? "none [mq-deadline]"
+							: "[none] mq-deadline");
 	assert_stats_balanced(3);
 }
 END_TEST
@@ -757,16 +826,23 @@ END_TEST
 
 /* ---- suite ----------------------------------------------------------- */
 
-static void add_case(Suite *s, const char *name, const TTest *const *tests,
-		     size_t n)
+static TCase *new_case(Suite *s, const char *name)
 {
 	TCase *c = tcase_create(name);
 
 	tcase_add_checked_fixture(c, setup, teardown);
 	tcase_set_timeout(c, 60);
+	suite_add_tcase(s, c);
+	return c;
+}
+
+static void add_case(Suite *s, const char *name, const TTest *const *tests,
+		     size_t n)
+{
+	TCase *c = new_case(s, name);
+
 	for (size_t i = 0; i < n; i++)
 		tcase_add_test(c, tests[i]);
-	suite_add_tcase(s, c);
 }
 
 static Suite *switch_suite(void)
@@ -791,6 +867,9 @@ static Suite *switch_suite(void)
 
 	add_case(s, "idle", idle, MQ_ARRAY_SIZE(idle));
 	add_case(s, "busy", busy, MQ_ARRAY_SIZE(busy));
+	/* From mq-deadline to none, and back. */
+	tcase_add_loop_test(new_case(s, "plugged"),
+			    test_switch_with_plugged_requests, 0, 2);
 	add_case(s, "data", data, MQ_ARRAY_SIZE(data));
 	add_case(s, "attrs", attrs, MQ_ARRAY_SIZE(attrs));
 	return s;
