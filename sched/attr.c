@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include "blk_i.h"
 #include "elv_i.h"
@@ -28,7 +29,7 @@ struct mq_dev *mq_hctx_dev(const struct mq_hw_queue *hctx)
 
 static const char *const queue_attrs[] = {
 	"scheduler", "nr_requests", "queue_depth", "nr_hw_queues",
-	"max_sectors_kb", "nomerges",
+	"max_sectors_kb", "nomerges", "complete_delay_us",
 };
 
 int mq_queue_attr_list(struct mq_queue *q, const char **names, unsigned max)
@@ -79,10 +80,28 @@ int mq_queue_attr_show(struct mq_queue *q, const char *name, char *buf,
 		v = q->limits.max_bytes / 1024;
 	else if (!strcmp(name, "nomerges"))
 		v = q->cfg.no_merges ? 2 : 0;
+	else if (!strcmp(name, "complete_delay_us"))
+		v = (unsigned)(atomic_load(&q->complete_delay_ns) / 1000);
 	else
 		return q->elevator ? mq_elv_attr_show(q->elevator, name, buf, len)
 				   : -ENOENT;
 	snprintf(buf, len, "%u", v);
+	return 0;
+}
+
+/* 0 .. 1 s: longer only stalls completions. */
+static int attr_store_delay(struct mq_queue *q, const char *value)
+{
+	char *end;
+	unsigned long v;
+
+	errno = 0;
+	v = strtoul(value, &end, 10);
+	while (*end == '\n' || *end == ' ')
+		end++;
+	if (errno || end == value || *end || *value == '-' || v > 1000000)
+		return -EINVAL;
+	atomic_store(&q->complete_delay_ns, (uint64_t)v * 1000);
 	return 0;
 }
 
@@ -91,6 +110,8 @@ int mq_queue_attr_store(struct mq_queue *q, const char *name,
 {
 	if (!strcmp(name, "scheduler"))
 		return mq_queue_switch_elevator(q, value);
+	if (!strcmp(name, "complete_delay_us"))
+		return attr_store_delay(q, value);
 	for (size_t i = 0; i < MQ_ARRAY_SIZE(queue_attrs); i++)
 		if (!strcmp(name, queue_attrs[i]))
 			return -EACCES;	/* read-only while the queue lives */
@@ -137,6 +158,7 @@ static void stats_add_hctx(struct mq_queue_stats *s, struct mq_hw_queue *h)
 	s->run_async += atomic_load(&h->rstats.run_async);
 	s->completion_batches += atomic_load(&h->dstats.completion_batches);
 	s->dispatch_busy = MQ_MAX(s->dispatch_busy, h->dispatch_busy);
+	mq_task_worker_stats(h->task, s);
 }
 
 int mq_queue_get_stats(struct mq_queue *q, int hctx, struct mq_queue_stats *out)

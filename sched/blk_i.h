@@ -27,6 +27,7 @@
 #define MQ_MAX_HW_QUEUES	64
 #define MQ_RESOURCE_DELAY_NS	3000000	/* BLK_MQ_RESOURCE_DELAY */
 #define MQ_DEFAULT_MAX_SECTORS_KB 512
+#define MQ_COMPLETE_DELAY_NS	1000000	/* complete_delay_us = 1000 */
 
 /* A tag space: the bitmap and the request pool indexed by it. */
 struct mq_tags {
@@ -111,6 +112,8 @@ struct mq_hw_queue {
 	uint64_t wdelay_until;
 
 	struct mq_done_stats dstats;
+
+	struct mq_task_worker *task;	/* task-context completions */
 };
 
 struct mq_queue {
@@ -126,6 +129,8 @@ struct mq_queue {
 	_Atomic bool frozen;
 	_Atomic bool quiesced;		/* no queue runs while switching */
 	_Atomic int usage_waiters;	/* freeze or drain waiting for 0 */
+	_Atomic long task_pending;	/* bios waiting for the task worker */
+	_Atomic uint64_t complete_delay_ns;
 	pthread_mutex_t freeze_lock;
 	pthread_cond_t freeze_cond;
 
@@ -173,6 +178,15 @@ void mq_insert_requests(struct mq_hw_queue *hctx, struct mq_rq_list *list,
 int mq_hctx_worker_start(struct mq_hw_queue *hctx);
 void mq_hctx_worker_stop(struct mq_hw_queue *hctx);
 void mq_hctx_kick_worker(struct mq_hw_queue *hctx, uint64_t delay_ns);
+
+/* complete_task.c: end_io in task context, with delayed batching. */
+struct mq_task_worker *mq_task_worker_start(struct mq_hw_queue *hctx);
+void mq_task_worker_stop(struct mq_task_worker *w);
+/* Queue a request's bio chain (status and done_ns already set). */
+void mq_task_defer(struct mq_hw_queue *hctx, struct mq_bio *head,
+		   struct mq_bio *tail, long nr);
+void mq_task_worker_stats(struct mq_task_worker *w, struct mq_queue_stats *s);
+void mq_queue_wake_waiters(struct mq_queue *q);
 
 /* plug.c */
 bool mq_attempt_plug_merge(struct mq_plug *plug, struct mq_queue *q,

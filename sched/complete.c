@@ -70,6 +70,24 @@ static void complete_end_bios(struct mq_bio *bio, int status, uint64_t now)
 	}
 }
 
+/* Hand a request's bios to the completion worker (task context). */
+static void complete_defer_bios(struct mq_hw_queue *hctx, struct mq_bio *bio,
+				int status, uint64_t now)
+{
+	struct mq_bio *tail = bio;
+	long n = 1;
+
+	for (;;) {
+		tail->status = status;
+		tail->done_ns = now;
+		if (!tail->next)
+			break;
+		tail = tail->next;
+		n++;
+	}
+	mq_task_defer(hctx, bio, tail, n);
+}
+
 /* Drop the usage references, one atomic per run of the same context. */
 static void complete_put_refs(struct mq_queue *q, struct mq_sw_ctx **ctxs,
 			      unsigned nr)
@@ -89,6 +107,7 @@ static void complete_chunk(struct mq_request **rqs, unsigned nr, uint64_t now)
 {
 	struct mq_bio *bios[COMPLETE_CHUNK];
 	int status[COMPLETE_CHUNK];
+	bool in_task[COMPLETE_CHUNK];
 	struct mq_hw_queue *hctxs[COMPLETE_CHUNK];
 	struct mq_sw_ctx *ctxs[COMPLETE_CHUNK];
 	struct mq_queue *q = rqs[0]->q;
@@ -106,6 +125,7 @@ static void complete_chunk(struct mq_request **rqs, unsigned nr, uint64_t now)
 		ctxs[i] = rq->ctx;
 		bios[i] = rq->bio;
 		status[i] = rq->status;
+		in_task[i] = rq->cmd_flags & MQ_REQ_COMPLETE_IN_TASK;
 		rq->bio = rq->biotail = NULL;
 	}
 	complete_flush_sums(hctxs[nr - 1], &sums);
@@ -113,8 +133,14 @@ static void complete_chunk(struct mq_request **rqs, unsigned nr, uint64_t now)
 	for (i = 0; i < nr; i++)
 		if (!i || hctxs[i] != hctxs[i - 1])
 			complete_restart(hctxs[i]);
-	for (i = 0; i < nr; i++)
-		complete_end_bios(bios[i], status[i], now);
+	for (i = 0; i < nr; i++) {
+		if (!bios[i])
+			continue;
+		if (in_task[i])
+			complete_defer_bios(hctxs[i], bios[i], status[i], now);
+		else
+			complete_end_bios(bios[i], status[i], now);
+	}
 	complete_put_refs(q, ctxs, nr);
 }
 

@@ -6,6 +6,7 @@ libmqfs_a_SOURCES = \
 	%reldir%/blk_i.h \
 	%reldir%/clock.c \
 	%reldir%/complete.c \
+	%reldir%/complete_task.c \
 	%reldir%/dispatch.c \
 	%reldir%/elevator.c \
 	%reldir%/elv_i.h \
@@ -21,5 +22,10 @@ libmqfs_a_SOURCES = \
 	%reldir%/tag.c \
 	%reldir%/worker.c \
 	%reldir%/dev/dev_i.h \
+	%reldir%/dev/geometry.c \
+	%reldir%/dev/geometry.h \
+	%reldir%/dev/uring.c \
+	%reldir%/dev/uring_i.h \
+	%reldir%/dev/uring_probe.c \
 	%reldir%/dev/null.c \
 	%reldir%/dev/ram.c

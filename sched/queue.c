@@ -50,11 +50,18 @@ void mq_queue_exit(struct mq_queue *q, struct mq_sw_ctx *ctx, long nr)
 					      memory_order_release) - nr;
 
 	MQ_ASSERT(left >= 0);
-	if (left == 0 && atomic_load(&q->usage_waiters)) {
-		pthread_mutex_lock(&q->freeze_lock);
-		pthread_cond_broadcast(&q->freeze_cond);
-		pthread_mutex_unlock(&q->freeze_lock);
-	}
+	if (left == 0)
+		mq_queue_wake_waiters(q);
+}
+
+/* A counter a freeze or drain waits on reached zero. */
+void mq_queue_wake_waiters(struct mq_queue *q)
+{
+	if (!atomic_load(&q->usage_waiters))
+		return;
+	pthread_mutex_lock(&q->freeze_lock);
+	pthread_cond_broadcast(&q->freeze_cond);
+	pthread_mutex_unlock(&q->freeze_lock);
 }
 
 static long queue_usage(struct mq_queue *q)
@@ -71,7 +78,7 @@ static void queue_wait_unused(struct mq_queue *q)
 	mq_flush_plug();
 	atomic_fetch_add(&q->usage_waiters, 1);
 	pthread_mutex_lock(&q->freeze_lock);
-	while (queue_usage(q) != 0)
+	while (queue_usage(q) != 0 || atomic_load(&q->task_pending))
 		pthread_cond_wait(&q->freeze_cond, &q->freeze_lock);
 	pthread_mutex_unlock(&q->freeze_lock);
 	atomic_fetch_sub(&q->usage_waiters, 1);
@@ -211,7 +218,12 @@ static struct mq_hw_queue *hctx_alloc(struct mq_queue *q, unsigned index)
 		goto err_tags;
 	if (mq_hctx_worker_start(hctx))
 		goto err_exit;
+	hctx->task = mq_task_worker_start(hctx);
+	if (!hctx->task)
+		goto err_worker;
 	return hctx;
+err_worker:
+	mq_hctx_worker_stop(hctx);
 err_exit:
 	q->dev->ops->queue_exit(q->dev, index, hctx->driver_data);
 err_tags:
@@ -226,6 +238,7 @@ static void hctx_free(struct mq_hw_queue *hctx)
 {
 	struct mq_queue *q = hctx->q;
 
+	mq_task_worker_stop(hctx->task);
 	mq_hctx_worker_stop(hctx);
 	q->dev->ops->queue_exit(q->dev, hctx->index, hctx->driver_data);
 	MQ_ASSERT(mq_list_empty(&hctx->dispatch));
@@ -292,6 +305,7 @@ struct mq_queue *mq_queue_create(struct mq_dev *dev,
 	memset(q, 0, sizeof(*q));
 	q->dev = dev;
 	q->cfg = *cfg;
+	atomic_store(&q->complete_delay_ns, MQ_COMPLETE_DELAY_NS);
 	queue_set_depths(q);
 	queue_set_limits(q);
 	pthread_mutex_init(&q->freeze_lock, NULL);

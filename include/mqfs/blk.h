@@ -288,6 +288,8 @@ struct mq_queue_stats {
 	uint64_t run_sync, run_async;		/* queue runs by context */
 	uint64_t tag_alloc_calls, tags_allocated, tag_waits;
 	uint64_t completion_batches;		/* calls completing >= 1 */
+	uint64_t task_runs, task_completions;	/* completion worker */
+	uint64_t task_wakeups, task_worker_cs;
 	unsigned dispatch_busy;			/* EWMA, 0..16 */
 	unsigned nr_hw_queues;
 };

@@ -17,7 +17,7 @@ enum bench_rw {
 };
 
 struct bench_opts {
-	const char *dev;		/* null | ram */
+	const char *dev;		/* null | ram | a path (io_uring) */
 	uint64_t dev_lat_us;
 	unsigned dev_qd;
 	const char *sched;
@@ -35,6 +35,9 @@ struct bench_opts {
 	bool json;
 	bool eager_dispatch, async_run, single_tag, nomerges;
 	uint64_t seed;
+	bool sqpoll;
+	bool complete_in_task;
+	unsigned complete_delay_us;
 };
 
 int bench_parse_opts(int argc, char **argv, struct bench_opts *o);

@@ -120,6 +120,8 @@ static void bench_submit_one(struct bench_job *job, struct bench_io *io,
 
 	mq_bio_init(&io->bio, op, bench_offset(job) >> MQ_SECTOR_SHIFT,
 		    io->bio.buf, o->bs, bench_end_io, NULL);
+	if (o->complete_in_task)
+		io->bio.flags |= MQ_REQ_COMPLETE_IN_TASK;
 	io->start_ns = now;
 	mq_submit_bio(job->b->q, &io->bio);
 }
@@ -219,9 +221,11 @@ static int bench_jobs_alloc(struct bench *b)
 		job->ios = calloc(o->qd, sizeof(*job->ios));
 		if (!job->ios)
 			return -ENOMEM;
-		if (!strcmp(o->dev, "ram") &&
+		if (strcmp(o->dev, "null") &&
 		    posix_memalign(&job->bufs, 4096, (size_t)o->qd * o->bs))
 			return -ENOMEM;
+		if (job->bufs)
+			memset(job->bufs, 0x5a, (size_t)o->qd * o->bs);
 		for (unsigned i = 0; i < o->qd; i++) {
 			job->ios[i].job = job;
 			job->ios[i].bio.buf = job->bufs ?
@@ -240,6 +244,37 @@ static void bench_jobs_free(struct bench *b)
 	free(b->jobs);
 }
 
+static struct mq_dev *bench_open_dev(struct bench_opts *o)
+{
+	if (!strcmp(o->dev, "ram")) {
+		if (!o->size)
+			o->size = 256u << 20;
+		return mq_ram_open(o->size, o->dev_qd);
+	}
+	if (!strcmp(o->dev, "null")) {
+		struct mq_null_config nc = {
+			.latency_ns = o->dev_lat_us * 1000,
+			.queue_depth = o->dev_qd,
+			.nr_hw_queues = MQ_MAX(o->nr_hw_queues, 1u),
+		};
+
+		if (!o->size)
+			o->size = 1ull << 30;
+		return mq_null_open(&nc);
+	}
+	struct mq_uring_config uc = { .queue_depth = o->dev_qd,
+				      .sqpoll = o->sqpoll };
+	struct mq_dev *dev;
+	int err;
+
+	dev = mq_uring_open(o->dev, &uc, &err);
+	if (!dev)
+		return NULL;
+	if (!o->size || o->size > dev->geo.size_bytes)
+		o->size = dev->geo.size_bytes;
+	return dev;
+}
+
 static int bench_open(struct bench *b)
 {
 	const struct bench_opts *o = &b->o;
@@ -249,25 +284,12 @@ static int bench_open(struct bench *b)
 		.eager_dispatch = o->eager_dispatch, .async_run = o->async_run,
 		.single_tag_alloc = o->single_tag, .no_merges = o->nomerges,
 	};
+	char delay[32];
 
-	if (!strcmp(o->dev, "ram")) {
-		if (!b->o.size)
-			b->o.size = 256u << 20;
-		b->dev = mq_ram_open(b->o.size, o->dev_qd);
-	} else {
-		struct mq_null_config nc = {
-			.latency_ns = o->dev_lat_us * 1000,
-			.queue_depth = o->dev_qd,
-			.nr_hw_queues = MQ_MAX(o->nr_hw_queues, 1u),
-		};
-
-		if (!b->o.size)
-			b->o.size = 1ull << 30;
-		b->dev = mq_null_open(&nc);
-	}
+	b->dev = bench_open_dev(&b->o);
 	if (!b->dev) {
 		fprintf(stderr, "mqfs-bench: cannot open device %s\n", o->dev);
-		return -ENOMEM;
+		return -ENODEV;
 	}
 	b->q = mq_queue_create(b->dev, &qc);
 	if (!b->q) {
@@ -276,7 +298,8 @@ static int bench_open(struct bench *b)
 		mq_dev_close(b->dev);
 		return -EINVAL;
 	}
-	return 0;
+	snprintf(delay, sizeof(delay), "%u", o->complete_delay_us);
+	return mq_queue_attr_store(b->q, "complete_delay_us", delay);
 }
 
 static void bench_collect(struct bench *b, struct bench_result *r)

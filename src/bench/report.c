@@ -82,10 +82,18 @@ static void report_json(const struct bench_opts *o, const struct bench_result *r
 	       ", \"rq_merges\": %" PRIu64 ", \"requeues\": %" PRIu64
 	       ", \"run_sync\": %" PRIu64 ", \"run_async\": %" PRIu64
 	       ", \"dispatch_runs\": %" PRIu64 ", \"tag_waits\": %" PRIu64
-	       ", \"completion_batches\": %" PRIu64 " }\n}\n",
+	       ", \"completion_batches\": %" PRIu64 " },\n",
 	       s->plug_merges, s->elv_merges, s->rq_merges, s->requeues,
 	       s->run_sync, s->run_async, s->dispatch_runs, s->tag_waits,
 	       s->completion_batches);
+	printf("  \"task\": { \"complete_in_task\": %s, \"complete_delay_us\": %u"
+	       ", \"runs\": %" PRIu64 ", \"completions\": %" PRIu64
+	       ", \"completions_per_run\": %.1f, \"wakeups\": %" PRIu64
+	       ", \"worker_cs\": %" PRIu64 " }\n}\n",
+	       o->complete_in_task ? "true" : "false", o->complete_delay_us,
+	       s->task_runs, s->task_completions,
+	       ratio((double)s->task_completions, (double)s->task_runs),
+	       s->task_wakeups, s->task_worker_cs);
 }
 
 static void report_text(const struct bench_opts *o, const struct bench_result *r,
@@ -104,6 +112,13 @@ static void report_text(const struct bench_opts *o, const struct bench_result *r
 	printf("  cs/io=%.4f cpu/io=%.1fns run_sync=%" PRIu64 " run_async=%" PRIu64
 	       " requeues=%" PRIu64 "\n", f->cs_per_io, f->cpu_ns_per_io,
 	       r->st.run_sync, r->st.run_async, r->st.requeues);
+	if (o->complete_in_task)
+		printf("  task: delay=%uus runs=%" PRIu64 " completions/run=%.1f"
+		       " wakeups=%" PRIu64 " worker_cs=%" PRIu64 "\n",
+		       o->complete_delay_us, r->st.task_runs,
+		       ratio((double)r->st.task_completions,
+			     (double)r->st.task_runs),
+		       r->st.task_wakeups, r->st.task_worker_cs);
 }
 
 int bench_report(const struct bench_opts *o, const struct bench_result *r)

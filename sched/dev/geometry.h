@@ -1,0 +1,16 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * geometry.h - probing a file or block device for direct I/O.
+ */
+#ifndef MQFS_SCHED_DEV_GEOMETRY_H
+#define MQFS_SCHED_DEV_GEOMETRY_H
+
+#include <stdbool.h>
+#include "mqfs/mq_dev.h"
+
+/* Fill @g for @fd; *is_bdev tells a block device.  0 or -errno. */
+int mq_geometry_probe(int fd, struct mq_dev_geometry *g, bool *is_bdev);
+/* Whether the block device has poll queues (IOPOLL can work). */
+bool mq_geometry_poll_capable(int fd);
+
+#endif /* MQFS_SCHED_DEV_GEOMETRY_H */

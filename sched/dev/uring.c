@@ -1,0 +1,471 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * uring.c - the io_uring driver: direct I/O to a regular file or a block
+ * device, one ring per hardware queue.
+ *
+ * Submission side: queue_rq() turns a request into one SQE (read/write,
+ * vectored when the request carries several bios; fsync for flush;
+ * fallocate or a block ioctl for discard and write-zeroes) and rings the
+ * doorbell - one io_uring_submit() - only at the end of a batch (@last or
+ * commit_rqs), so a plug flush or dispatch run costs one system call.
+ * The core serialises queue_rq per hardware queue, which is what a ring's
+ * single submitter needs.
+ *
+ * Completion side: a reaper thread per ring waits for CQEs, takes them in
+ * batches and completes the requests as one batch.  Short transfers are
+ * finished synchronously (they happen only at end of file or on signals);
+ * a short read at end of file is zero-filled, as a block device would.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <liburing.h>
+#include <linux/falloc.h>
+#include <linux/fs.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/uio.h>
+#include <unistd.h>
+#include "geometry.h"
+#include "uring_i.h"
+
+#define URING_MAX_SEGS		128
+#define URING_REAP_BATCH	64
+
+/* Per-request driver context, allocated with the request. */
+struct uring_cmd {
+	struct iovec iov[URING_MAX_SEGS];
+};
+
+struct uring_queue {
+	struct uring_dev *ud;
+	unsigned index;
+	struct io_uring ring;
+	unsigned unsubmitted;		/* SQEs prepared, not yet submitted */
+	pthread_t reaper;
+	bool reaper_running;
+	_Atomic uint64_t reaps, reaped;	/* reaper runs, CQEs completed */
+};
+
+static struct uring_dev *to_uring(struct mq_dev *dev)
+{
+	return mq_container_of(dev, struct uring_dev, dev);
+}
+
+/* Build the iovec of a multi-bio request in its context area. */
+static unsigned uring_fill_iov(struct mq_request *rq, struct uring_cmd *cmd)
+{
+	struct mq_bio *bio;
+	unsigned n = 0;
+
+	mq_rq_for_each_bio(bio, rq) {
+		cmd->iov[n].iov_base = bio->buf;
+		cmd->iov[n].iov_len = bio->size;
+		n++;
+	}
+	return n;
+}
+
+static void uring_prep_rw(struct uring_queue *uq, struct io_uring_sqe *sqe,
+			  struct mq_request *rq)
+{
+	struct uring_cmd *cmd = mq_rq_pdu(rq);
+	off_t off = (off_t)(rq->sector << MQ_SECTOR_SHIFT);
+	int fd = uq->ud->fixed_file ? 0 : uq->ud->fd;
+	bool write = rq->op == MQ_OP_WRITE;
+
+	if (rq->nr_segs == 1) {
+		if (write)
+			io_uring_prep_write(sqe, fd, rq->bio->buf, rq->nr_bytes, off);
+		else
+			io_uring_prep_read(sqe, fd, rq->bio->buf, rq->nr_bytes, off);
+	} else {
+		unsigned n = uring_fill_iov(rq, cmd);
+
+		if (write)
+			io_uring_prep_writev(sqe, fd, cmd->iov, n, off);
+		else
+			io_uring_prep_readv(sqe, fd, cmd->iov, n, off);
+	}
+	/* FUA: RWF_DSYNC makes the block layer below issue REQ_FUA. */
+	if (write && (rq->cmd_flags & MQ_REQ_FUA))
+		sqe->rw_flags = RWF_DSYNC;
+}
+
+/* Discard / write-zeroes on a block device: synchronous ioctls. */
+static int uring_blk_range(struct uring_dev *ud, struct mq_request *rq)
+{
+	uint64_t range[2] = { rq->sector << MQ_SECTOR_SHIFT, rq->nr_bytes };
+	unsigned long cmd = rq->op == MQ_OP_DISCARD ? BLKDISCARD : BLKZEROOUT;
+
+	return ioctl(ud->fd, cmd, range) ? -errno : 0;
+}
+
+static int uring_prep(struct uring_queue *uq, struct io_uring_sqe *sqe,
+		      struct mq_request *rq)
+{
+	struct uring_dev *ud = uq->ud;
+	int fd = ud->fixed_file ? 0 : ud->fd;
+	off_t off = (off_t)(rq->sector << MQ_SECTOR_SHIFT);
+
+	switch (rq->op) {
+	case MQ_OP_READ:
+	case MQ_OP_WRITE:
+		uring_prep_rw(uq, sqe, rq);
+		break;
+	case MQ_OP_FLUSH:
+		io_uring_prep_fsync(sqe, fd, IORING_FSYNC_DATASYNC);
+		break;
+	case MQ_OP_DISCARD:
+		io_uring_prep_fallocate(sqe, fd, FALLOC_FL_PUNCH_HOLE |
+					FALLOC_FL_KEEP_SIZE, off, rq->nr_bytes);
+		break;
+	case MQ_OP_WRITE_ZEROES:
+		io_uring_prep_fallocate(sqe, fd, FALLOC_FL_ZERO_RANGE |
+					FALLOC_FL_KEEP_SIZE, off, rq->nr_bytes);
+		break;
+	default:
+		return -EOPNOTSUPP;
+	}
+	if (ud->fixed_file)
+		sqe->flags |= IOSQE_FIXED_FILE;
+	io_uring_sqe_set_data(sqe, rq);
+	return 0;
+}
+
+/* The doorbell.  A full completion queue makes the kernel refuse new
+ * work for a moment (-EBUSY); the reaper is draining it, so retry. */
+static void uring_submit(struct uring_queue *uq)
+{
+	while (uq->unsubmitted) {
+		int ret = io_uring_submit(&uq->ring);
+
+		if (ret >= 0) {
+			uq->unsubmitted -= MQ_MIN((unsigned)ret, uq->unsubmitted);
+			if (ret == 0)
+				uq->unsubmitted = 0;
+			continue;
+		}
+		if (ret != -EAGAIN && ret != -EBUSY && ret != -EINTR) {
+			fprintf(stderr, "mqfs: uring %s q%u: submit: %s\n",
+				uq->ud->dev.name, uq->index, strerror(-ret));
+			abort();
+		}
+		sched_yield();
+	}
+}
+
+static int uring_queue_rq(struct mq_hw_queue *hctx, struct mq_request *rq,
+			  bool last)
+{
+	struct uring_queue *uq = mq_hctx_driver_data(hctx);
+	struct io_uring_sqe *sqe;
+	int ret;
+
+	if (uq->ud->is_bdev && (rq->op == MQ_OP_DISCARD ||
+				rq->op == MQ_OP_WRITE_ZEROES)) {
+		mq_complete_request(rq, uring_blk_range(uq->ud, rq));
+		if (last)
+			uring_submit(uq);
+		return 0;
+	}
+	sqe = io_uring_get_sqe(&uq->ring);
+	if (!sqe) {
+		uring_submit(uq);
+		sqe = io_uring_get_sqe(&uq->ring);
+		if (!sqe)
+			return MQ_DEV_BUSY;
+	}
+	ret = uring_prep(uq, sqe, rq);
+	if (ret) {
+		io_uring_prep_nop(sqe);
+		io_uring_sqe_set_data(sqe, NULL);
+		return ret;
+	}
+	uq->unsubmitted++;
+	if (last)
+		uring_submit(uq);
+	return 0;
+}
+
+static void uring_commit_rqs(struct mq_hw_queue *hctx)
+{
+	uring_submit(mq_hctx_driver_data(hctx));
+}
+
+/*
+ * Finish a short transfer synchronously.  Reads past the end of a file
+ * come back zero-filled, as reads of a block device's tail never happen.
+ */
+static int uring_finish_short(struct uring_dev *ud, struct mq_request *rq,
+			      uint32_t done)
+{
+	uint64_t off = (rq->sector << MQ_SECTOR_SHIFT);
+	struct mq_bio *bio;
+	uint64_t pos = 0;
+
+	mq_rq_for_each_bio(bio, rq) {
+		for (uint32_t b = 0; b < bio->size;) {
+			uint64_t at = pos + b;
+			ssize_t n;
+
+			if (at < done) {
+				b += (uint32_t)MQ_MIN((uint64_t)bio->size - b, done - at);
+				continue;
+			}
+			n = rq->op == MQ_OP_WRITE ?
+			    pwrite(ud->fd, (char *)bio->buf + b, bio->size - b,
+				   (off_t)(off + at)) :
+			    pread(ud->fd, (char *)bio->buf + b, bio->size - b,
+				  (off_t)(off + at));
+			if (n < 0)
+				return -errno;
+			if (n == 0 && rq->op == MQ_OP_READ) {
+				memset((char *)bio->buf + b, 0, bio->size - b);
+				n = bio->size - b;
+			} else if (n == 0) {
+				return -EIO;
+			}
+			b += (uint32_t)n;
+		}
+		pos += bio->size;
+	}
+	return 0;
+}
+
+static int uring_cqe_status(struct uring_dev *ud, struct mq_request *rq,
+			    int res)
+{
+	if (res < 0)
+		return res;
+	if ((rq->op == MQ_OP_READ || rq->op == MQ_OP_WRITE) &&
+	    (uint32_t)res < rq->nr_bytes)
+		return uring_finish_short(ud, rq, (uint32_t)res);
+	return 0;
+}
+
+/* Take every ready CQE (up to a batch) and complete them together. */
+static unsigned uring_reap(struct uring_queue *uq, bool *stop)
+{
+	struct io_uring_cqe *cqes[URING_REAP_BATCH];
+	struct mq_request *rqs[URING_REAP_BATCH];
+	unsigned n = io_uring_peek_batch_cqe(&uq->ring, cqes, URING_REAP_BATCH);
+	unsigned nr = 0;
+
+	for (unsigned i = 0; i < n; i++) {
+		struct mq_request *rq = io_uring_cqe_get_data(cqes[i]);
+
+		if (!rq) {		/* the stop NOP */
+			*stop = true;
+			continue;
+		}
+		rq->status = uring_cqe_status(uq->ud, rq, cqes[i]->res);
+		rqs[nr++] = rq;
+	}
+	io_uring_cq_advance(&uq->ring, n);
+	if (nr) {
+		atomic_fetch_add_explicit(&uq->reaps, 1, memory_order_relaxed);
+		atomic_fetch_add_explicit(&uq->reaped, nr, memory_order_relaxed);
+		mq_complete_batch(rqs, nr);
+	}
+	return n;
+}
+
+static void *uring_reaper_main(void *arg)
+{
+	struct uring_queue *uq = arg;
+	bool stop = false;
+
+	while (!stop) {
+		struct io_uring_cqe *cqe;
+		int ret = io_uring_wait_cqe(&uq->ring, &cqe);
+
+		if (ret == -EINTR || ret == -EAGAIN)
+			continue;
+		if (ret < 0) {
+			fprintf(stderr, "mqfs: uring %s q%u: wait: %s\n",
+				uq->ud->dev.name, uq->index, strerror(-ret));
+			break;
+		}
+		while (uring_reap(uq, &stop) == URING_REAP_BATCH)
+			;
+	}
+	return NULL;
+}
+
+static int uring_ring_init(struct uring_dev *ud, struct uring_queue *uq)
+{
+	struct io_uring_params p = { 0 };
+	unsigned entries = ud->cfg.queue_depth;
+	int ret;
+
+	p.flags = IORING_SETUP_CQSIZE;
+	p.cq_entries = entries * 2;
+	if (ud->cfg.sqpoll) {
+		p.flags |= IORING_SETUP_SQPOLL;
+		p.sq_thread_idle = 1000;
+	}
+	if (ud->cfg.iopoll)
+		p.flags |= IORING_SETUP_IOPOLL;
+	ret = io_uring_queue_init_params(entries, &uq->ring, &p);
+	if (ret)
+		return ret;
+	if (ud->fixed_file) {
+		ret = io_uring_register_files(&uq->ring, &ud->fd, 1);
+		if (ret) {
+			io_uring_queue_exit(&uq->ring);
+			return ret;
+		}
+	}
+	return 0;
+}
+
+static int uring_queue_init(struct mq_dev *dev, unsigned index, void **priv)
+{
+	struct uring_dev *ud = to_uring(dev);
+	struct uring_queue *uq = calloc(1, sizeof(*uq));
+	int ret;
+
+	if (!uq)
+		return -ENOMEM;
+	uq->ud = ud;
+	uq->index = index;
+	ret = uring_ring_init(ud, uq);
+	if (ret) {
+		fprintf(stderr, "mqfs: uring %s q%u: setup: %s\n", dev->name,
+			index, strerror(-ret));
+		free(uq);
+		return ret;
+	}
+	ret = -pthread_create(&uq->reaper, NULL, uring_reaper_main, uq);
+	if (ret) {
+		io_uring_queue_exit(&uq->ring);
+		free(uq);
+		return ret;
+	}
+	uq->reaper_running = true;
+	ud->queues[index] = uq;
+	*priv = uq;
+	return 0;
+}
+
+/* All requests have completed: stop the reaper with a NOP it recognises. */
+static void uring_queue_exit(struct mq_dev *dev, unsigned index, void *priv)
+{
+	struct uring_queue *uq = priv;
+	struct io_uring_sqe *sqe = io_uring_get_sqe(&uq->ring);
+
+	if (sqe) {
+		io_uring_prep_nop(sqe);
+		io_uring_sqe_set_data(sqe, NULL);
+		uq->unsubmitted++;
+		uring_submit(uq);
+	}
+	pthread_join(uq->reaper, NULL);
+	/*
+	 * Ring teardown is asynchronous in the kernel and a registered file
+	 * would keep the device's exclusive claim alive after close():
+	 * unregister first, which waits.
+	 */
+	if (uq->ud->fixed_file)
+		io_uring_unregister_files(&uq->ring);
+	io_uring_queue_exit(&uq->ring);
+	to_uring(dev)->queues[index] = NULL;
+	free(uq);
+}
+
+static void uring_close(struct mq_dev *dev)
+{
+	struct uring_dev *ud = to_uring(dev);
+
+	close(ud->fd);
+	free(ud->queues);
+	free(ud);
+}
+
+static const struct mq_dev_ops uring_ops = {
+	.name = "uring",
+	.queue_init = uring_queue_init,
+	.queue_exit = uring_queue_exit,
+	.queue_rq = uring_queue_rq,
+	.commit_rqs = uring_commit_rqs,
+	.close = uring_close,
+};
+
+/* Open exclusively: two mounts must never share one block device. */
+static int uring_open_fd(const char *path, bool *is_bdev)
+{
+	struct stat st;
+	int flags = O_RDWR | O_DIRECT | O_CLOEXEC;
+
+	if (stat(path, &st))
+		return -errno;
+	*is_bdev = S_ISBLK(st.st_mode);
+	if (*is_bdev)
+		flags |= O_EXCL;
+	else if (!S_ISREG(st.st_mode))
+		return -ENOTBLK;
+	int fd = open(path, flags);
+
+	return fd < 0 ? -errno : fd;
+}
+
+static int uring_check_config(struct uring_dev *ud)
+{
+	if (ud->cfg.iopoll && !mq_geometry_poll_capable(ud->fd)) {
+		fprintf(stderr, "mqfs: uring %s: iopoll needs a block device "
+			"with poll queues (queue/io_poll = 1)\n", ud->dev.name);
+		return -EOPNOTSUPP;
+	}
+	return 0;
+}
+
+struct mq_dev *mq_uring_open(const char *path, const struct mq_uring_config *cfg,
+			     int *err)
+{
+	struct uring_dev *ud = calloc(1, sizeof(*ud));
+	bool is_bdev = false;
+	int ret;
+
+	if (!ud) {
+		*err = -ENOMEM;
+		return NULL;
+	}
+	ud->cfg = *cfg;
+	if (!ud->cfg.queue_depth)
+		ud->cfg.queue_depth = 128;
+	snprintf(ud->dev.name, sizeof(ud->dev.name), "%s", path);
+	ret = mq_uring_probe();
+	if (ret)
+		goto err_free;
+	ret = ud->fd = uring_open_fd(path, &is_bdev);
+	if (ret < 0) {
+		fprintf(stderr, "mqfs: uring %s: %s%s\n", path, strerror(-ret),
+			ret == -ENOTBLK ? " (not a regular file or block device)"
+			: ret == -EBUSY ? " (device in use: opened exclusively)"
+			: "");
+		goto err_free;
+	}
+	ret = mq_geometry_probe(ud->fd, &ud->dev.geo, &ud->is_bdev);
+	if (ret || (ret = uring_check_config(ud)))
+		goto err_close;
+	ud->fixed_file = !ud->cfg.no_fixed_files;
+	ud->dev.geo.queue_depth = ud->cfg.queue_depth;
+	ud->dev.geo.max_segments = URING_MAX_SEGS;
+	ud->dev.ops = &uring_ops;
+	ud->dev.rq_pdu_size = sizeof(struct uring_cmd);
+	ud->queues = calloc(ud->dev.geo.nr_hw_queues, sizeof(*ud->queues));
+	if (!ud->queues) {
+		ret = -ENOMEM;
+		goto err_close;
+	}
+	return &ud->dev;
+err_close:
+	close(ud->fd);
+err_free:
+	free(ud);
+	*err = ret;
+	return NULL;
+}
