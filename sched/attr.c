@@ -97,9 +97,11 @@ static int attr_store_delay(struct mq_queue *q, const char *value)
 
 	errno = 0;
 	v = strtoul(value, &end, 10);
+	if (errno || end == value || *value == '-' || v > 1000000)
+		return -EINVAL;
 	while (*end == '\n' || *end == ' ')
 		end++;
-	if (errno || end == value || *end || *value == '-' || v > 1000000)
+	if (*end)
 		return -EINVAL;
 	atomic_store(&q->complete_delay_ns, (uint64_t)v * 1000);
 	return 0;

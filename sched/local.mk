@@ -22,6 +22,7 @@ libmqfs_a_SOURCES = \
 	%reldir%/tag.c \
 	%reldir%/worker.c \
 	%reldir%/dev/dev_i.h \
+	%reldir%/dev/fault.c \
 	%reldir%/dev/geometry.c \
 	%reldir%/dev/geometry.h \
 	%reldir%/dev/uring.c \

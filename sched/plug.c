@@ -94,10 +94,21 @@ static void plug_free_cached(struct mq_plug *plug)
  * batch and give back the cached requests, whose usage references would
  * otherwise keep a freeze (elevator switch, drain) waiting for ever.
  */
+/*
+ * Flush until the plug stays empty: issuing may run a driver that submits
+ * bios of its own from this thread (a stacking driver), and those land in
+ * this same plug.
+ */
+static void plug_flush_all(struct mq_plug *plug)
+{
+	while (plug->rq_count)
+		plug_flush(plug);
+}
+
 void mq_flush_plug(void)
 {
 	if (current_plug) {
-		plug_flush(current_plug);
+		plug_flush_all(current_plug);
 		plug_free_cached(current_plug);
 	}
 }
@@ -106,7 +117,7 @@ void mq_finish_plug(struct mq_plug *plug)
 {
 	if (plug != current_plug)
 		return;
-	plug_flush(plug);
+	plug_flush_all(plug);
 	plug_free_cached(plug);
 	current_plug = NULL;
 }

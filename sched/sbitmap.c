@@ -10,7 +10,9 @@
  * (one wake-up per wake_batch frees, spread over eight wait lists) and costs
  * the free path a single load while nobody is waiting.
  */
+#ifndef _GNU_SOURCE
 #define _GNU_SOURCE
+#endif
 #include "sbitmap.h"
 
 #include <errno.h>

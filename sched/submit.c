@@ -12,6 +12,7 @@
  * elevator switch can never free the elevator under a merge attempt; the
  * reference passes to the request, or is dropped when the bio merged.
  */
+#include <errno.h>
 #include "blk_i.h"
 #include "elv_i.h"
 
@@ -83,6 +84,33 @@ static uint64_t submit_now(struct mq_plug *plug)
 	return plug->cur_ns;
 }
 
+/*
+ * The kernel's bio_check_eod and alignment checks: a bio must be a whole
+ * number of logical blocks and end inside the device.
+ */
+static int submit_check_bio(struct mq_queue *q, const struct mq_bio *bio)
+{
+	const struct mq_dev_geometry *g = &q->dev->geo;
+	uint64_t lbs = g->logical_block_size ? g->logical_block_size : 512;
+	uint64_t start = bio->sector << MQ_SECTOR_SHIFT;
+
+	if (bio->op == MQ_OP_FLUSH)
+		return 0;
+	if (start % lbs || bio->size % lbs || !bio->size)
+		return -EINVAL;
+	if (start > g->size_bytes || bio->size > g->size_bytes - start)
+		return -EIO;
+	return 0;
+}
+
+static void submit_fail_bio(struct mq_bio *bio, int status)
+{
+	bio->next = NULL;
+	bio->status = status;
+	bio->done_ns = mq_clock_ns();
+	bio->end_io(bio);
+}
+
 void mq_submit_bio(struct mq_queue *q, struct mq_bio *bio)
 {
 	struct mq_sw_ctx *ctx = mq_ctx_current(q);
@@ -90,6 +118,12 @@ void mq_submit_bio(struct mq_queue *q, struct mq_bio *bio)
 	struct mq_rq_list one = { 0 };
 	struct mq_request *rq;
 
+	int bad = submit_check_bio(q, bio);
+
+	if (mq_unlikely(bad)) {
+		submit_fail_bio(bio, bad);
+		return;
+	}
 	mq_queue_enter(q, ctx, 1);
 	mq_stat_inc_shared(&ctx->stats.bios[mq_op_dir(bio->op)], 1);
 	if (submit_try_merge(q, ctx, plug, bio)) {

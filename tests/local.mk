@@ -8,7 +8,10 @@ UNIT_TESTS = \
 	tests/unit/test_plug \
 	tests/unit/test_dispatch \
 	tests/unit/test_elevator_switch \
-	tests/unit/test_stress
+	tests/unit/test_stress \
+	tests/unit/test_fault \
+	tests/unit/test_uring \
+	tests/unit/test_complete_task
 
 if HAVE_CHECK
 check_PROGRAMS += $(UNIT_TESTS)
@@ -35,6 +38,12 @@ tests_unit_test_elevator_switch_CFLAGS = $(UNIT_CFLAGS)
 tests_unit_test_elevator_switch_LDADD = $(UNIT_LDADD)
 tests_unit_test_stress_CFLAGS = $(UNIT_CFLAGS)
 tests_unit_test_stress_LDADD = $(UNIT_LDADD)
+tests_unit_test_fault_CFLAGS = $(UNIT_CFLAGS)
+tests_unit_test_fault_LDADD = $(UNIT_LDADD)
+tests_unit_test_uring_CFLAGS = $(UNIT_CFLAGS)
+tests_unit_test_uring_LDADD = $(UNIT_LDADD)
+tests_unit_test_complete_task_CFLAGS = $(UNIT_CFLAGS)
+tests_unit_test_complete_task_LDADD = $(UNIT_LDADD)
 
 AM_TESTS_ENVIRONMENT = \
 	top_srcdir='$(top_srcdir)'; export top_srcdir; \

@@ -246,7 +246,7 @@ struct mq_queue_config {
 };
 
 struct mq_dev;
-/* Create a queue on @dev (ERR_PTR on failure). */
+/* Create a queue on @dev; NULL on failure (bad elevator name, memory). */
 struct mq_queue *mq_queue_create(struct mq_dev *dev,
 				 const struct mq_queue_config *cfg);
 /* Destroy: all I/O must have completed; checks every balance counter. */

@@ -39,7 +39,11 @@ struct mq_dev_ops {
 	const char *name;
 	/* Required.  Per-queue state; *priv is handed back in queue_exit. */
 	int (*queue_init)(struct mq_dev *dev, unsigned index, void **priv);
-	/* Required.  All of the queue's requests have completed. */
+	/*
+	 * Required.  All of the queue's requests have completed.  When it
+	 * returns no thread of the driver may still be inside a completion
+	 * call for this queue (join reaper threads): the queue is freed next.
+	 */
 	void (*queue_exit)(struct mq_dev *dev, unsigned index, void *priv);
 	/*
 	 * Required.  Take @rq (it has a driver tag).  0: accepted and will

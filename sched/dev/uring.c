@@ -241,8 +241,12 @@ static int uring_cqe_status(struct uring_dev *ud, struct mq_request *rq,
 	if (res < 0)
 		return res;
 	if ((rq->op == MQ_OP_READ || rq->op == MQ_OP_WRITE) &&
-	    (uint32_t)res < rq->nr_bytes)
-		return uring_finish_short(ud, rq, (uint32_t)res);
+	    (uint32_t)res < rq->nr_bytes) {
+		/* Restart on a block boundary: O_DIRECT needs alignment. */
+		uint32_t lbs = ud->dev.geo.logical_block_size;
+
+		return uring_finish_short(ud, rq, (uint32_t)res / lbs * lbs);
+	}
 	return 0;
 }
 

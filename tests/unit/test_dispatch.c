@@ -18,7 +18,9 @@
  * device runs in MANUAL irq mode under the fake clock, so requests leave
  * the device only when the test completes them.
  */
+#ifndef _GNU_SOURCE
 #define _GNU_SOURCE
+#endif
 #include <check.h>
 #include <pthread.h>
 #include <stdio.h>

@@ -23,7 +23,9 @@
  * Deterministic: progress is awaited by polling state, never by sleeping;
  * waits that could hang on a bug are bounded in real time and fail.
  */
+#ifndef _GNU_SOURCE
 #define _GNU_SOURCE
+#endif
 #include <check.h>
 #include <errno.h>
 #include <inttypes.h>
@@ -794,7 +796,7 @@ START_TEST(test_attr_list)
 {
 	static const char *const qattrs[] = {
 		"scheduler", "nr_requests", "queue_depth", "nr_hw_queues",
-		"max_sectors_kb", "nomerges",
+		"max_sectors_kb", "nomerges", "complete_delay_us",
 	};
 	const char *names[32];
 	int n;

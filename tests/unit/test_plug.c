@@ -16,7 +16,9 @@
  * Flushes are observed on a null device in MANUAL irq mode (fake clock):
  * what it holds was issued, and nothing completes behind the test's back.
  */
+#ifndef _GNU_SOURCE
 #define _GNU_SOURCE
+#endif
 #include <check.h>
 #include <pthread.h>
 #include <stdio.h>

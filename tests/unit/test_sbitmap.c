@@ -8,7 +8,9 @@
  * that the 5 ms backstop shows up in the statistics, and that concurrent
  * get/clear never hands one tag to two owners.
  */
+#ifndef _GNU_SOURCE
 #define _GNU_SOURCE
+#endif
 #include <check.h>
 #include <errno.h>
 #include <limits.h>

@@ -34,7 +34,9 @@
  * T_STRESS_SEED overrides the fixed base seed, which every failure
  * message prints.
  */
+#ifndef _GNU_SOURCE
 #define _GNU_SOURCE
+#endif
 #include <check.h>
 #include <errno.h>
 #include <inttypes.h>

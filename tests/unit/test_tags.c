@@ -15,7 +15,9 @@
  * null device in MANUAL irq mode under the fake clock, so nothing
  * completes before the test says so.
  */
+#ifndef _GNU_SOURCE
 #define _GNU_SOURCE
+#endif
 #include <check.h>
 #include <errno.h>
 #include <pthread.h>
