@@ -7,4 +7,5 @@ noinst_HEADERS += \
 	%reldir%/mqfs/list.h \
 	%reldir%/mqfs/lock.h \
 	%reldir%/mqfs/mq_dev.h \
-	%reldir%/mqfs/rbtree.h
+	%reldir%/mqfs/rbtree.h \
+	%reldir%/mqfs/thread_stats.h

@@ -161,6 +161,14 @@ static void stats_add_hctx(struct mq_queue_stats *s, struct mq_hw_queue *h)
 	s->completion_batches += atomic_load(&h->dstats.completion_batches);
 	s->dispatch_busy = MQ_MAX(s->dispatch_busy, h->dispatch_busy);
 	mq_task_worker_stats(h->task, s);
+	if (h->q->dev->ops->queue_stats) {
+		struct mq_dev_queue_stats d = { 0 };
+
+		h->q->dev->ops->queue_stats(h->q->dev, h->driver_data, &d);
+		s->reaper_runs += d.reaper_runs;
+		s->reaped += d.reaped;
+		s->reaper_cs += d.reaper_cs;
+	}
 }
 
 int mq_queue_get_stats(struct mq_queue *q, int hctx, struct mq_queue_stats *out)

@@ -16,10 +16,9 @@
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <sys/syscall.h>
 #include <time.h>
-#include <unistd.h>
 #include "blk_i.h"
+#include "mqfs/thread_stats.h"
 
 #define TASK_YIELD_BATCH	256
 
@@ -89,7 +88,7 @@ static void *task_worker_main(void *arg)
 	struct mq_task_worker *w = arg;
 	struct mq_queue *q = w->hctx->q;
 
-	atomic_store(&w->tid, (pid_t)syscall(SYS_gettid));
+	atomic_store(&w->tid, mq_thread_id());
 	pthread_mutex_lock(&w->lock);
 	for (;;) {
 		while (!w->head && !w->stop)
@@ -162,29 +161,10 @@ void mq_task_worker_stop(struct mq_task_worker *w)
 	free(w);
 }
 
-/* Context switches of the worker thread, from /proc (0 if unreadable). */
-static uint64_t task_thread_cs(pid_t tid)
-{
-	char path[64], line[128];
-	uint64_t cs = 0, v;
-	FILE *f;
-
-	snprintf(path, sizeof(path), "/proc/self/task/%d/status", (int)tid);
-	f = fopen(path, "r");
-	if (!f)
-		return 0;
-	while (fgets(line, sizeof(line), f))
-		if (sscanf(line, "voluntary_ctxt_switches: %lu", &v) == 1 ||
-		    sscanf(line, "nonvoluntary_ctxt_switches: %lu", &v) == 1)
-			cs += v;
-	fclose(f);
-	return cs;
-}
-
 void mq_task_worker_stats(struct mq_task_worker *w, struct mq_queue_stats *s)
 {
 	s->task_runs += atomic_load(&w->runs);
 	s->task_completions += atomic_load(&w->completed);
 	s->task_wakeups += atomic_load(&w->wakeups);
-	s->task_worker_cs += task_thread_cs(atomic_load(&w->tid));
+	s->task_worker_cs += mq_thread_cs(atomic_load(&w->tid));
 }

@@ -20,6 +20,7 @@ libmqfs_a_SOURCES = \
 	%reldir%/sbitmap.h \
 	%reldir%/submit.c \
 	%reldir%/tag.c \
+	%reldir%/thread_stats.c \
 	%reldir%/worker.c \
 	%reldir%/dev/dev_i.h \
 	%reldir%/dev/fault.c \

@@ -48,4 +48,5 @@ tests_unit_test_complete_task_LDADD = $(UNIT_LDADD)
 AM_TESTS_ENVIRONMENT = \
 	top_srcdir='$(top_srcdir)'; export top_srcdir; \
 	top_builddir='$(top_builddir)'; export top_builddir; \
-	CK_VERBOSITY=$${CK_VERBOSITY:-normal}; export CK_VERBOSITY;
+	CK_VERBOSITY=$${CK_VERBOSITY:-normal}; export CK_VERBOSITY; \
+	CK_DEFAULT_TIMEOUT=$${CK_DEFAULT_TIMEOUT:-60}; export CK_DEFAULT_TIMEOUT;

@@ -290,6 +290,7 @@ struct mq_queue_stats {
 	uint64_t completion_batches;		/* calls completing >= 1 */
 	uint64_t task_runs, task_completions;	/* completion worker */
 	uint64_t task_wakeups, task_worker_cs;
+	uint64_t reaper_runs, reaped, reaper_cs;	/* driver's reaper */
 	unsigned dispatch_busy;			/* EWMA, 0..16 */
 	unsigned nr_hw_queues;
 };

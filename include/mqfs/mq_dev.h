@@ -32,6 +32,13 @@ struct mq_dev_geometry {
 struct mq_dev;
 struct mq_hw_queue;
 
+/* What a driver with its own completion thread reports. */
+struct mq_dev_queue_stats {
+	uint64_t reaper_runs;		/* wake-ups that completed >= 1 */
+	uint64_t reaped;		/* requests completed by the reaper */
+	uint64_t reaper_cs;		/* context switches of that thread */
+};
+
 /* queue_rq() results besides 0 (accepted). */
 #define MQ_DEV_BUSY	(-EBUSY)	/* resource busy: requeue, retry */
 
@@ -57,6 +64,9 @@ struct mq_dev_ops {
 			bool last);
 	/* Optional.  Ring the doorbell for requests queued with !last. */
 	void (*commit_rqs)(struct mq_hw_queue *hctx);
+	/* Optional.  Add this queue's completion-side figures to @s. */
+	void (*queue_stats)(struct mq_dev *dev, void *priv,
+			    struct mq_dev_queue_stats *s);
 	/* Required.  Release the device; every queue has exited. */
 	void (*close)(struct mq_dev *dev);
 };
@@ -117,6 +127,15 @@ struct mq_dev *mq_uring_open(const char *path,
 			     const struct mq_uring_config *cfg, int *err);
 /* 0 when io_uring works with every opcode the driver issues. */
 int mq_uring_probe(void);
+struct iovec;
+/*
+ * Register the caller's I/O memory with every ring (io_uring fixed
+ * buffers): single-bio requests inside it then skip the per-I/O page
+ * pinning.  Call before mq_queue_create() on @dev; the memory must stay
+ * allocated until the device is closed.  0 or -errno.
+ */
+int mq_uring_register_buffers(struct mq_dev *dev, const struct iovec *iov,
+			      unsigned nr);
 
 /*
  * Fault-injection device (sched/dev/fault.c): a stacking driver, as

@@ -28,6 +28,7 @@
 #include <sys/ioctl.h>
 #include <sys/uio.h>
 #include <unistd.h>
+#include "mqfs/thread_stats.h"
 #include "geometry.h"
 #include "uring_i.h"
 
@@ -47,7 +48,10 @@ struct uring_queue {
 	pthread_t reaper;
 	bool reaper_running;
 	_Atomic uint64_t reaps, reaped;	/* reaper runs, CQEs completed */
+	_Atomic pid_t reaper_tid;
 };
+
+static const struct mq_dev_ops uring_ops;
 
 static struct uring_dev *to_uring(struct mq_dev *dev)
 {
@@ -68,6 +72,29 @@ static unsigned uring_fill_iov(struct mq_request *rq, struct uring_cmd *cmd)
 	return n;
 }
 
+/* The registered buffer holding [buf, buf + len), by binary search. */
+static int uring_fixed_index(const struct uring_dev *ud, const void *buf,
+			     uint32_t len)
+{
+	uintptr_t a = (uintptr_t)buf;
+	unsigned lo = 0, hi = ud->nr_bufs;
+
+	while (lo < hi) {
+		unsigned mid = (lo + hi) / 2;
+		uintptr_t base = (uintptr_t)ud->bufs[mid].iov_base;
+
+		if (a < base) {
+			hi = mid;
+		} else if (a >= base + ud->bufs[mid].iov_len) {
+			lo = mid + 1;
+		} else {
+			return a + len <= base + ud->bufs[mid].iov_len ?
+			       (int)mid : -1;
+		}
+	}
+	return -1;
+}
+
 static void uring_prep_rw(struct uring_queue *uq, struct io_uring_sqe *sqe,
 			  struct mq_request *rq)
 {
@@ -76,7 +103,17 @@ static void uring_prep_rw(struct uring_queue *uq, struct io_uring_sqe *sqe,
 	int fd = uq->ud->fixed_file ? 0 : uq->ud->fd;
 	bool write = rq->op == MQ_OP_WRITE;
 
-	if (rq->nr_segs == 1) {
+	int idx = rq->nr_segs == 1 ?
+		  uring_fixed_index(uq->ud, rq->bio->buf, rq->nr_bytes) : -1;
+
+	if (idx >= 0) {
+		if (write)
+			io_uring_prep_write_fixed(sqe, fd, rq->bio->buf,
+						  rq->nr_bytes, off, idx);
+		else
+			io_uring_prep_read_fixed(sqe, fd, rq->bio->buf,
+						 rq->nr_bytes, off, idx);
+	} else if (rq->nr_segs == 1) {
 		if (write)
 			io_uring_prep_write(sqe, fd, rq->bio->buf, rq->nr_bytes, off);
 		else
@@ -282,6 +319,7 @@ static void *uring_reaper_main(void *arg)
 	struct uring_queue *uq = arg;
 	bool stop = false;
 
+	atomic_store(&uq->reaper_tid, mq_thread_id());
 	while (!stop) {
 		struct io_uring_cqe *cqe;
 		int ret = io_uring_wait_cqe(&uq->ring, &cqe);
@@ -316,13 +354,39 @@ static int uring_ring_init(struct uring_dev *ud, struct uring_queue *uq)
 	ret = io_uring_queue_init_params(entries, &uq->ring, &p);
 	if (ret)
 		return ret;
-	if (ud->fixed_file) {
+	if (ud->fixed_file)
 		ret = io_uring_register_files(&uq->ring, &ud->fd, 1);
-		if (ret) {
-			io_uring_queue_exit(&uq->ring);
-			return ret;
-		}
-	}
+	if (!ret && ud->nr_bufs)
+		ret = io_uring_register_buffers(&uq->ring, ud->bufs, ud->nr_bufs);
+	if (ret)
+		io_uring_queue_exit(&uq->ring);
+	return ret;
+}
+
+static int uring_iov_cmp(const void *a, const void *b)
+{
+	uintptr_t x = (uintptr_t)((const struct iovec *)a)->iov_base;
+	uintptr_t y = (uintptr_t)((const struct iovec *)b)->iov_base;
+
+	return x < y ? -1 : x > y;
+}
+
+int mq_uring_register_buffers(struct mq_dev *dev, const struct iovec *iov,
+			      unsigned nr)
+{
+	struct uring_dev *ud = to_uring(dev);
+	struct iovec *copy;
+
+	if (dev->ops != &uring_ops || ud->queues[0] || !nr)
+		return -EINVAL;
+	copy = calloc(nr, sizeof(*copy));
+	if (!copy)
+		return -ENOMEM;
+	memcpy(copy, iov, nr * sizeof(*copy));
+	qsort(copy, nr, sizeof(*copy), uring_iov_cmp);
+	free(ud->bufs);
+	ud->bufs = copy;
+	ud->nr_bufs = nr;
 	return 0;
 }
 
@@ -375,6 +439,8 @@ static void uring_queue_exit(struct mq_dev *dev, unsigned index, void *priv)
 	 */
 	if (uq->ud->fixed_file)
 		io_uring_unregister_files(&uq->ring);
+	if (uq->ud->nr_bufs)
+		io_uring_unregister_buffers(&uq->ring);
 	io_uring_queue_exit(&uq->ring);
 	to_uring(dev)->queues[index] = NULL;
 	free(uq);
@@ -386,7 +452,18 @@ static void uring_close(struct mq_dev *dev)
 
 	close(ud->fd);
 	free(ud->queues);
+	free(ud->bufs);
 	free(ud);
+}
+
+static void uring_queue_stats(struct mq_dev *dev, void *priv,
+			      struct mq_dev_queue_stats *s)
+{
+	struct uring_queue *uq = priv;
+
+	s->reaper_runs += atomic_load(&uq->reaps);
+	s->reaped += atomic_load(&uq->reaped);
+	s->reaper_cs += mq_thread_cs(atomic_load(&uq->reaper_tid));
 }
 
 static const struct mq_dev_ops uring_ops = {
@@ -395,6 +472,7 @@ static const struct mq_dev_ops uring_ops = {
 	.queue_exit = uring_queue_exit,
 	.queue_rq = uring_queue_rq,
 	.commit_rqs = uring_commit_rqs,
+	.queue_stats = uring_queue_stats,
 	.close = uring_close,
 };
 

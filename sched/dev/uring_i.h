@@ -6,6 +6,7 @@
 #define MQFS_SCHED_DEV_URING_I_H
 
 #include <stdbool.h>
+#include <sys/uio.h>
 #include "mqfs/mq_dev.h"
 
 struct uring_queue;
@@ -17,6 +18,8 @@ struct uring_dev {
 	bool is_bdev;
 	bool fixed_file;
 	struct uring_queue **queues;
+	struct iovec *bufs;		/* registered buffers, by address */
+	unsigned nr_bufs;
 };
 
 #endif /* MQFS_SCHED_DEV_URING_I_H */

@@ -19,6 +19,7 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
+#include <sys/uio.h>
 #include <unistd.h>
 #include "mqfs/clock.h"
 #include "mqfs/mq_dev.h"
@@ -244,6 +245,26 @@ static void bench_jobs_free(struct bench *b)
 	free(b->jobs);
 }
 
+/* --fixedbufs: every job's buffers become io_uring fixed buffers. */
+static int bench_register_bufs(struct bench *b)
+{
+	struct iovec *iov = calloc(b->o.jobs, sizeof(*iov));
+	int ret;
+
+	if (!iov)
+		return -ENOMEM;
+	for (unsigned j = 0; j < b->o.jobs; j++) {
+		iov[j].iov_base = b->jobs[j].bufs;
+		iov[j].iov_len = (size_t)b->o.qd * b->o.bs;
+	}
+	ret = mq_uring_register_buffers(b->dev, iov, b->o.jobs);
+	free(iov);
+	if (ret)
+		fprintf(stderr, "mqfs-bench: --fixedbufs needs a path device: %s\n",
+			strerror(-ret));
+	return ret;
+}
+
 static struct mq_dev *bench_open_dev(struct bench_opts *o)
 {
 	if (!strcmp(o->dev, "ram")) {
@@ -291,6 +312,8 @@ static int bench_open(struct bench *b)
 		fprintf(stderr, "mqfs-bench: cannot open device %s\n", o->dev);
 		return -ENODEV;
 	}
+	if (bench_jobs_alloc(b) || (o->fixedbufs && bench_register_bufs(b)))
+		return -ENOMEM;
 	b->q = mq_queue_create(b->dev, &qc);
 	if (!b->q) {
 		fprintf(stderr, "mqfs-bench: cannot create queue (scheduler '%s')\n",
@@ -323,7 +346,7 @@ int main(int argc, char **argv)
 
 	if (!r || bench_parse_opts(argc, argv, &b.o))
 		return 2;
-	if (bench_open(&b) || bench_jobs_alloc(&b))
+	if (bench_open(&b))
 		return 1;
 	getrusage(RUSAGE_SELF, &r->ru0);
 	t0 = mq_clock_ns();

@@ -47,6 +47,7 @@ static void usage(FILE *f)
 "  --nomerges            A/B: no merging at all\n"
 "  --seed N              random offsets seed (default 1)\n"
 "  --sqpoll              io_uring: kernel submission thread\n"
+"  --fixedbufs           io_uring: register the I/O buffers\n"
 "  --complete-in-task    end bios in the completion worker (task context)\n"
 "  --complete-delay-us N completion worker batching delay (default 1000)\n"
 "  --json                print JSON\n");
@@ -99,7 +100,7 @@ enum {
 	O_DEV = 256, O_LAT, O_DEVQD, O_SCHED, O_RW, O_MIX, O_BS, O_QD, O_JOBS,
 	O_RUNTIME, O_SIZE, O_PLUG, O_NRHW, O_NRREQ, O_QDEPTH, O_EAGER,
 	O_ASYNC, O_SINGLE, O_NOMERGE, O_SEED, O_JSON, O_HELP, O_SQPOLL,
-	O_TASK, O_DELAY,
+	O_TASK, O_DELAY, O_FIXEDBUFS,
 };
 
 static const struct option long_opts[] = {
@@ -116,7 +117,8 @@ static const struct option long_opts[] = {
 	{ "seed", 1, NULL, O_SEED }, { "json", 0, NULL, O_JSON },
 	{ "help", 0, NULL, O_HELP }, { "sqpoll", 0, NULL, O_SQPOLL },
 	{ "complete-in-task", 0, NULL, O_TASK },
-	{ "complete-delay-us", 1, NULL, O_DELAY }, { NULL, 0, NULL, 0 },
+	{ "complete-delay-us", 1, NULL, O_DELAY },
+	{ "fixedbufs", 0, NULL, O_FIXEDBUFS }, { NULL, 0, NULL, 0 },
 };
 
 static int set_opt(struct bench_opts *o, int c, const char *arg)
@@ -154,6 +156,7 @@ static int set_opt(struct bench_opts *o, int c, const char *arg)
 	case O_SEED: return parse_size(arg, &o->seed);
 	case O_JSON: o->json = true; return 0;
 	case O_SQPOLL: o->sqpoll = true; return 0;
+	case O_FIXEDBUFS: o->fixedbufs = true; return 0;
 	case O_TASK: o->complete_in_task = true; return 0;
 	case O_DELAY: return parse_uint(arg, &o->complete_delay_us);
 	default: return -EINVAL;

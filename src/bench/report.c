@@ -89,11 +89,15 @@ static void report_json(const struct bench_opts *o, const struct bench_result *r
 	printf("  \"task\": { \"complete_in_task\": %s, \"complete_delay_us\": %u"
 	       ", \"runs\": %" PRIu64 ", \"completions\": %" PRIu64
 	       ", \"completions_per_run\": %.1f, \"wakeups\": %" PRIu64
-	       ", \"worker_cs\": %" PRIu64 " }\n}\n",
+	       ", \"worker_cs\": %" PRIu64 " },\n",
 	       o->complete_in_task ? "true" : "false", o->complete_delay_us,
 	       s->task_runs, s->task_completions,
 	       ratio((double)s->task_completions, (double)s->task_runs),
 	       s->task_wakeups, s->task_worker_cs);
+	printf("  \"reaper\": { \"runs\": %" PRIu64 ", \"completions\": %" PRIu64
+	       ", \"completions_per_run\": %.1f, \"cs\": %" PRIu64 " }\n}\n",
+	       s->reaper_runs, s->reaped,
+	       ratio((double)s->reaped, (double)s->reaper_runs), s->reaper_cs);
 }
 
 static void report_text(const struct bench_opts *o, const struct bench_result *r,
