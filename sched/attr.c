@@ -38,9 +38,9 @@ int mq_queue_attr_list(struct mq_queue *q, const char **names, unsigned max)
 
 	for (size_t i = 0; i < MQ_ARRAY_SIZE(queue_attrs) && n < max; i++)
 		names[n++] = queue_attrs[i];
-	if (q->elevator)
-		for (unsigned i = 0; i < q->elevator->type->nr_attrs && n < max; i++)
-			names[n++] = q->elevator->type->attrs[i].name;
+	if (q->elv_type)
+		for (unsigned i = 0; i < q->elv_type->nr_attrs && n < max; i++)
+			names[n++] = q->elv_type->attrs[i].name;
 	return (int)n;
 }
 
@@ -59,6 +59,18 @@ static void attr_show_scheduler(struct mq_queue *q, char *buf, size_t len)
 					i ? " " : "", cur ? "[" : "",
 					names[i], cur ? "]" : "");
 	}
+}
+
+static int attr_show_elv(struct mq_queue *q, const char *name, char *buf,
+			 size_t len)
+{
+	int ret = -ENOENT;
+
+	pthread_mutex_lock(&q->attr_lock);
+	if (q->elv_type)
+		ret = mq_elv_attr_show(q->hctxs[0]->elevator, name, buf, len);
+	pthread_mutex_unlock(&q->attr_lock);
+	return ret;
 }
 
 int mq_queue_attr_show(struct mq_queue *q, const char *name, char *buf,
@@ -83,8 +95,7 @@ int mq_queue_attr_show(struct mq_queue *q, const char *name, char *buf,
 	else if (!strcmp(name, "complete_delay_us"))
 		v = (unsigned)(atomic_load(&q->complete_delay_ns) / 1000);
 	else
-		return q->elevator ? mq_elv_attr_show(q->elevator, name, buf, len)
-				   : -ENOENT;
+		return attr_show_elv(q, name, buf, len);
 	snprintf(buf, len, "%u", v);
 	return 0;
 }
@@ -107,6 +118,26 @@ static int attr_store_delay(struct mq_queue *q, const char *value)
 	return 0;
 }
 
+/*
+ * A tunable applies to every hardware queue's instance alike.  attr_lock
+ * keeps a live elevator switch from freeing the instances meanwhile.
+ */
+static int attr_store_elv(struct mq_queue *q, const char *name,
+			  const char *value)
+{
+	int ret = -ENOENT;
+
+	pthread_mutex_lock(&q->attr_lock);
+	if (q->elv_type) {
+		ret = 0;
+		for (unsigned i = 0; i < q->nr_hw_queues && !ret; i++)
+			ret = mq_elv_attr_store(q->hctxs[i]->elevator, name,
+						value);
+	}
+	pthread_mutex_unlock(&q->attr_lock);
+	return ret;
+}
+
 int mq_queue_attr_store(struct mq_queue *q, const char *name,
 			const char *value)
 {
@@ -117,8 +148,7 @@ int mq_queue_attr_store(struct mq_queue *q, const char *name,
 	for (size_t i = 0; i < MQ_ARRAY_SIZE(queue_attrs); i++)
 		if (!strcmp(name, queue_attrs[i]))
 			return -EACCES;	/* read-only while the queue lives */
-	return q->elevator ? mq_elv_attr_store(q->elevator, name, value)
-			   : -ENOENT;
+	return attr_store_elv(q, name, value);
 }
 
 static void stats_add_ctx(struct mq_queue_stats *s, struct mq_sw_ctx *ctx)

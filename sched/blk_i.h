@@ -3,7 +3,7 @@
  * blk_i.h - the block layer core's private state: queues, hardware and
  * software contexts, tag spaces, and the limits of block/blk.h.
  *
- * Lock order (outer first): q->freeze_lock; e->lock (elevator);
+ * Lock order (outer first): q->attr_lock; q->freeze_lock; e->lock;
  * hctx->lock (dispatch list); sbitmap wait-queue locks.  The run of a
  * hardware queue is serialised by hctx->run_state (no lock is held while
  * the driver runs), so completions may re-enter and only mark a re-run.
@@ -93,6 +93,7 @@ struct mq_hw_queue {
 	void *driver_data;
 	struct mq_tags *tags;		/* driver tags (queue_depth) */
 	struct mq_tags *sched_tags;	/* scheduler tags, with an elevator */
+	struct mq_elevator *elevator;	/* this queue's instance; NULL: none */
 
 	_Atomic int run_state mq_cacheline_aligned;
 	_Atomic bool sched_restart;	/* a completion must re-run us */
@@ -123,7 +124,8 @@ struct mq_queue {
 	unsigned queue_depth;
 	unsigned nr_requests;
 	struct mq_merge_limits limits;
-	struct mq_elevator *elevator;	/* NULL: "none" */
+	/* The elevator type; one instance per hardware queue.  NULL: none. */
+	const struct mq_elevator_type *elv_type;
 	struct mq_hw_queue *hctxs[MQ_MAX_HW_QUEUES];
 
 	_Atomic bool frozen;
@@ -132,6 +134,7 @@ struct mq_queue {
 	_Atomic long task_pending;	/* bios waiting for the task worker */
 	_Atomic uint64_t complete_delay_ns;
 	pthread_mutex_t freeze_lock;
+	pthread_mutex_t attr_lock;	/* elevator switch vs tunables */
 	pthread_cond_t freeze_cond;
 
 	struct mq_sw_ctx ctxs[MQ_NR_CTX];

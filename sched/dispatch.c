@@ -193,18 +193,6 @@ static bool dispatch_take_leftovers(struct mq_hw_queue *hctx,
 	return !mq_rq_list_empty(l);
 }
 
-/* A request of another hardware queue came out of the shared elevator. */
-static void dispatch_foreign(struct mq_request *rq)
-{
-	struct mq_hw_queue *other = rq->hctx;
-
-	pthread_mutex_lock(&other->lock);
-	mq_list_add_tail(&rq->queuelist, &other->dispatch);
-	atomic_fetch_add(&other->nr_dispatch, 1);
-	pthread_mutex_unlock(&other->lock);
-	mq_run_hw_queue(other, false);
-}
-
 /*
  * The elevator has work but gave none (it holds a lower priority back
  * while a higher one is in flight): no completion is bound to re-run us,
@@ -224,7 +212,7 @@ static void dispatch_held_back(struct mq_hw_queue *hctx,
 static bool dispatch_sched(struct mq_hw_queue *hctx)
 {
 	struct mq_queue *q = hctx->q;
-	struct mq_elevator *e = q->elevator;
+	struct mq_elevator *e = hctx->elevator;
 
 	for (;;) {
 		unsigned max = hctx->dispatch_busy ? 1 : q->nr_requests;
@@ -240,12 +228,6 @@ static bool dispatch_sched(struct mq_hw_queue *hctx)
 		       !atomic_load_explicit(&hctx->nr_dispatch,
 					     memory_order_relaxed) &&
 		       (rq = e->type->ops->dispatch_request(e))) {
-			if (rq->hctx != hctx) {
-				pthread_mutex_unlock(&e->lock);
-				dispatch_foreign(rq);
-				pthread_mutex_lock(&e->lock);
-				continue;
-			}
 			mq_rq_list_add_tail(&list, rq);
 			count++;
 			if (!mq_get_driver_tag(rq))
@@ -272,20 +254,13 @@ static void issue_to_dispatch_list(struct mq_hw_queue *hctx,
  */
 static void dispatch_drain_elevator(struct mq_hw_queue *hctx)
 {
-	struct mq_elevator *e = hctx->q->elevator;
+	struct mq_elevator *e = hctx->elevator;
 	struct mq_rq_list list = { 0 };
 	struct mq_request *rq;
 
 	pthread_mutex_lock(&e->lock);
-	while ((rq = e->type->ops->dispatch_request(e))) {
-		if (rq->hctx != hctx) {
-			pthread_mutex_unlock(&e->lock);
-			dispatch_foreign(rq);
-			pthread_mutex_lock(&e->lock);
-			continue;
-		}
+	while ((rq = e->type->ops->dispatch_request(e)))
 		mq_rq_list_add_tail(&list, rq);
-	}
 	pthread_mutex_unlock(&e->lock);
 	if (!mq_rq_list_empty(&list))
 		issue_to_dispatch_list(hctx, &list);
@@ -297,7 +272,7 @@ static bool dispatch_once(struct mq_hw_queue *hctx)
 {
 	struct mq_rq_list left = { 0 };
 	bool rerun = false;
-	bool eager = hctx->q->elevator && hctx->q->cfg.eager_dispatch;
+	bool eager = hctx->elevator && hctx->q->cfg.eager_dispatch;
 
 	if (eager)
 		dispatch_drain_elevator(hctx);
@@ -308,14 +283,14 @@ static bool dispatch_once(struct mq_hw_queue *hctx)
 			return rerun;
 		atomic_store(&hctx->sched_restart, false);
 	}
-	if (hctx->q->elevator && !eager)
+	if (hctx->elevator && !eager)
 		return dispatch_sched(hctx);
 	return false;
 }
 
 static bool hctx_has_work(struct mq_hw_queue *hctx)
 {
-	struct mq_elevator *e = hctx->q->elevator;
+	struct mq_elevator *e = hctx->elevator;
 
 	return atomic_load(&hctx->nr_dispatch) ||
 	       (e && e->type->ops->has_work(e));
@@ -459,7 +434,7 @@ void mq_insert_requests(struct mq_hw_queue *hctx, struct mq_rq_list *list,
 {
 	struct mq_queue *q = hctx->q;
 	struct mq_sw_ctx *ctx = mq_ctx_current(q);
-	struct mq_elevator *e = q->elevator;
+	struct mq_elevator *e = hctx->elevator;
 	struct mq_list_head lh, freed;
 	struct mq_request *rq;
 

@@ -118,44 +118,56 @@ static void queue_unquiesce(struct mq_queue *q)
 	mq_run_hw_queues(q, false);
 }
 
+static void hctx_elv_detach(struct mq_hw_queue *hctx)
+{
+	if (hctx->elevator)
+		mq_elv_free(hctx->elevator);
+	hctx->elevator = NULL;
+	mq_tags_free(hctx->sched_tags);
+	hctx->sched_tags = NULL;
+}
+
 static void elv_detach(struct mq_queue *q)
 {
-	if (!q->elevator)
-		return;
-	mq_elv_free(q->elevator);
-	q->elevator = NULL;
-	for (unsigned i = 0; i < q->nr_hw_queues; i++) {
-		mq_tags_free(q->hctxs[i]->sched_tags);
-		q->hctxs[i]->sched_tags = NULL;
+	for (unsigned i = 0; i < q->nr_hw_queues; i++)
+		hctx_elv_detach(q->hctxs[i]);
+	q->elv_type = NULL;
+}
+
+/*
+ * One elevator instance per hardware queue, each with its own lock and
+ * scheduler tags: threads mapped to different hardware queues never share
+ * a lock, and a run dispatches only its own queue's requests.
+ */
+static int hctx_elv_attach(struct mq_hw_queue *hctx,
+			   const struct mq_elevator_type *t)
+{
+	struct mq_queue *q = hctx->q;
+
+	hctx->sched_tags = mq_tags_alloc(q->nr_requests, q->dev->rq_pdu_size);
+	if (!hctx->sched_tags)
+		return -ENOMEM;
+	hctx->elevator = mq_elv_alloc(t, q, q->nr_requests, q->limits.max_bytes,
+				      q->limits.max_segs, q->cfg.no_merges);
+	if (!hctx->elevator) {
+		hctx_elv_detach(hctx);
+		return -ENOMEM;
 	}
+	return 0;
 }
 
 static int elv_attach(struct mq_queue *q, const struct mq_elevator_type *t)
 {
-	struct mq_elevator *e;
-
 	if (!t)
 		return 0;
 	for (unsigned i = 0; i < q->nr_hw_queues; i++) {
-		struct mq_hw_queue *hctx = q->hctxs[i];
-
-		hctx->sched_tags = mq_tags_alloc(q->nr_requests,
-						 q->dev->rq_pdu_size);
-		if (!hctx->sched_tags)
-			goto err;
+		if (hctx_elv_attach(q->hctxs[i], t)) {
+			elv_detach(q);
+			return -ENOMEM;
+		}
 	}
-	e = mq_elv_alloc(t, q, q->nr_requests, q->limits.max_bytes,
-			 q->limits.max_segs, q->cfg.no_merges);
-	if (!e)
-		goto err;
-	q->elevator = e;
+	q->elv_type = t;
 	return 0;
-err:
-	for (unsigned i = 0; i < q->nr_hw_queues; i++) {
-		mq_tags_free(q->hctxs[i]->sched_tags);
-		q->hctxs[i]->sched_tags = NULL;
-	}
-	return -ENOMEM;
 }
 
 /* "none" is the absence of an elevator; NULL type with 0 for it. */
@@ -182,21 +194,23 @@ int mq_queue_switch_elevator(struct mq_queue *q, const char *name)
 
 	if (ret)
 		return ret;
+	pthread_mutex_lock(&q->attr_lock);
 	/* The elevator already in place stays, tunables and all. */
-	if (t == (q->elevator ? q->elevator->type : NULL))
-		return 0;
-	mq_queue_freeze(q);
-	queue_quiesce(q);
-	elv_detach(q);
-	ret = elv_attach(q, t);
-	queue_unquiesce(q);
-	mq_queue_unfreeze(q);
+	if (t != q->elv_type) {
+		mq_queue_freeze(q);
+		queue_quiesce(q);
+		elv_detach(q);
+		ret = elv_attach(q, t);
+		queue_unquiesce(q);
+		mq_queue_unfreeze(q);
+	}
+	pthread_mutex_unlock(&q->attr_lock);
 	return ret;
 }
 
 const char *mq_queue_elevator_name(const struct mq_queue *q)
 {
-	return q->elevator ? q->elevator->type->name : "none";
+	return q->elv_type ? q->elv_type->name : "none";
 }
 
 static struct mq_hw_queue *hctx_alloc(struct mq_queue *q, unsigned index)
@@ -309,6 +323,7 @@ struct mq_queue *mq_queue_create(struct mq_dev *dev,
 	queue_set_depths(q);
 	queue_set_limits(q);
 	pthread_mutex_init(&q->freeze_lock, NULL);
+	pthread_mutex_init(&q->attr_lock, NULL);
 	pthread_cond_init(&q->freeze_cond, NULL);
 	for (i = 0; i < q->nr_hw_queues; i++) {
 		q->hctxs[i] = hctx_alloc(q, i);
@@ -335,6 +350,7 @@ void mq_queue_destroy(struct mq_queue *q)
 		hctx_free(q->hctxs[i]);
 	MQ_ASSERT(queue_usage(q) == 0);
 	pthread_mutex_destroy(&q->freeze_lock);
+	pthread_mutex_destroy(&q->attr_lock);
 	pthread_cond_destroy(&q->freeze_cond);
 	free(q);
 }

@@ -26,7 +26,7 @@ static void submit_count_merge(struct mq_sw_ctx *ctx, const struct mq_bio *bio,
 static bool submit_elv_merge(struct mq_queue *q, struct mq_sw_ctx *ctx,
 			     struct mq_bio *bio)
 {
-	struct mq_elevator *e = q->elevator;
+	struct mq_elevator *e = ctx->hctx->elevator;
 	struct mq_request *absorbed;
 	bool merged;
 
@@ -51,7 +51,13 @@ static bool submit_try_merge(struct mq_queue *q, struct mq_sw_ctx *ctx,
 		submit_count_merge(ctx, bio, &ctx->stats.plug_merges);
 		return true;
 	}
-	return q->elevator && submit_elv_merge(q, ctx, bio);
+	/*
+	 * Nothing queued, nothing to merge with: skip the elevator lock.  The
+	 * peek is racy and can only miss a merge, which is allowed.
+	 */
+	struct mq_elevator *e = ctx->hctx->elevator;
+
+	return e && e->type->ops->has_work(e) && submit_elv_merge(q, ctx, bio);
 }
 
 static void rq_fill(struct mq_request *rq, struct mq_bio *bio, uint64_t now)
@@ -132,8 +138,9 @@ void mq_submit_bio(struct mq_queue *q, struct mq_bio *bio)
 	}
 	rq = mq_alloc_request(q, ctx, bio, plug);
 	rq_fill(rq, bio, submit_now(plug));
-	if (q->elevator && q->elevator->type->ops->prepare_request)
-		q->elevator->type->ops->prepare_request(q->elevator, rq);
+	if (rq->hctx->elevator && rq->hctx->elevator->type->ops->prepare_request)
+		rq->hctx->elevator->type->ops->prepare_request(rq->hctx->elevator,
+							       rq);
 	if (plug) {
 		mq_add_rq_to_plug(plug, rq);
 		return;

@@ -160,10 +160,10 @@ static int tag_wait(struct mq_hw_queue *hctx, struct mq_tags *t,
 	}
 }
 
-static unsigned tag_shallow_depth(struct mq_queue *q, struct mq_tags *t,
+static unsigned tag_shallow_depth(struct mq_hw_queue *hctx, struct mq_tags *t,
 				  const struct mq_bio *bio)
 {
-	struct mq_elevator *e = q->elevator;
+	struct mq_elevator *e = hctx->elevator;
 	struct mq_alloc_data d = { .op = bio->op, .cmd_flags = bio->flags };
 
 	if (!e || !e->type->ops->limit_depth)
@@ -180,7 +180,7 @@ struct mq_request *mq_alloc_request(struct mq_queue *q, struct mq_sw_ctx *ctx,
 				    struct mq_plug *plug)
 {
 	struct mq_hw_queue *hctx = ctx->hctx;
-	bool elv = q->elevator != NULL;
+	bool elv = hctx->elevator != NULL;
 	struct mq_tags *t = elv ? hctx->sched_tags : hctx->tags;
 	unsigned *hint = elv ? &ctx->sched_tag_hint : &ctx->tag_hint;
 	unsigned shallow;
@@ -191,7 +191,7 @@ struct mq_request *mq_alloc_request(struct mq_queue *q, struct mq_sw_ctx *ctx,
 		mq_queue_exit(q, ctx, 1);
 		return mq_rq_list_pop(&plug->cached_rqs);
 	}
-	shallow = tag_shallow_depth(q, t, bio);
+	shallow = tag_shallow_depth(hctx, t, bio);
 	if (plug && plug->nr_ios > 1 && !shallow && !q->cfg.single_tag_alloc &&
 	    mq_rq_list_empty(&plug->cached_rqs) &&
 	    tag_alloc_batch(q, ctx, t, hint, plug, elv))
@@ -234,7 +234,7 @@ bool mq_get_driver_tag(struct mq_request *rq)
 static void rq_release(struct mq_request *rq)
 {
 	struct mq_hw_queue *hctx = rq->hctx;
-	struct mq_elevator *e = rq->q->elevator;
+	struct mq_elevator *e = hctx->elevator;
 	int tag = rq->tag, internal_tag = rq->internal_tag;
 
 	if (rq->rq_flags & MQ_RQF_ELVPRIV && e->type->ops->finish_request)
@@ -269,8 +269,7 @@ void mq_release_requests_batch(struct mq_request **rqs, unsigned nr)
 
 	while (i < nr) {
 		struct mq_hw_queue *hctx = rqs[i]->hctx;
-		struct mq_queue *q = hctx->q;
-		struct mq_elevator *e = q->elevator;
+		struct mq_elevator *e = hctx->elevator;
 		unsigned nd = 0, ns = 0;
 
 		for (; i < nr && rqs[i]->hctx == hctx && nd < 64; i++) {

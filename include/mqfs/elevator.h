@@ -104,7 +104,10 @@ struct mq_elevator_type {
 	unsigned nr_attrs;
 };
 
-/* One elevator instance attached to a queue. */
+/*
+ * One elevator instance per hardware queue: its own lock, its own
+ * scheduler tags; it orders only that hardware queue's requests.
+ */
 struct mq_elevator {
 	const struct mq_elevator_type *type;
 	void *data;			/* the elevator's */

@@ -286,4 +286,27 @@ static inline void t_teardown(struct mq_queue *q, struct mq_dev *dev)
 	mq_dev_close(dev);
 }
 
+/* mq-deadline's per-prio {inserted, merged, dispatched, completed}. */
+void mq_dd_stats(struct mq_elevator *e, uint64_t out[3][4]);
+
+/*
+ * The same summed over every hardware queue's elevator instance.  False
+ * (and zeros) when the queue has no elevator.
+ */
+static inline bool t_dd_stats(struct mq_queue *q, uint64_t st[3][4])
+{
+	memset(st, 0, sizeof(uint64_t) * 12);
+	if (!q->elv_type)
+		return false;
+	for (unsigned i = 0; i < q->nr_hw_queues; i++) {
+		uint64_t one[3][4];
+
+		mq_dd_stats(q->hctxs[i]->elevator, one);
+		for (int p = 0; p < 3; p++)
+			for (int f = 0; f < 4; f++)
+				st[p][f] += one[p][f];
+	}
+	return true;
+}
+
 #endif /* MQFS_TESTS_T_UTIL_H */

@@ -29,7 +29,6 @@
 #include "t_util.h"
 
 /* From sched/mq-deadline.c: [RT/BE/IDLE][inserted, merged, dispatched, done]. */
-extern void mq_dd_stats(struct mq_elevator *e, uint64_t out[3][4]);
 
 #define FAR	(1024 * T_SECT_KB)	/* 1 MiB apart: never merge */
 #define BS	(4 * T_KB)
@@ -69,7 +68,7 @@ static uint64_t dd_be(struct mq_queue *q, int field)
 {
 	uint64_t st[3][4];
 
-	mq_dd_stats(q->elevator, st);
+	t_dd_stats(q, st);
 	return st[1][field];
 }
 
@@ -124,7 +123,7 @@ START_TEST(test_merge_while_full)
 
 	T_BEGIN();
 	rig_open(&r, 4, &cfg, 64);
-	e = r.q->elevator;
+	e = r.q->hctxs[0]->elevator;
 	for (unsigned i = 0; i < 64; i++) {
 		wr(&r, i, (uint64_t)i * BS_SECT);
 		t_check(!sc->eager ||
@@ -250,14 +249,14 @@ START_TEST(test_sched_restart)
 	wait_device(&r, 4);
 	wait_leftovers(&r, 1);
 	t_check(atomic_load(&r.hctx->sched_restart), "restart not marked");
-	t_check(r.q->elevator->type->ops->has_work(r.q->elevator),
+	t_check(r.q->hctxs[0]->elevator->type->ops->has_work(r.q->hctxs[0]->elevator),
 		"elevator empty");
 
 	t_check_u64(t_complete_due(r.dev), 4, "completions");
 	wait_device(&r, 4);
 	t_check(!atomic_load(&r.hctx->sched_restart), "restart still marked");
 	wait_leftovers(&r, 0);
-	t_check(!r.q->elevator->type->ops->has_work(r.q->elevator),
+	t_check(!r.q->hctxs[0]->elevator->type->ops->has_work(r.q->hctxs[0]->elevator),
 		"elevator not emptied");
 	t_check_u64(t_complete_due(r.dev), 4, "second completions");
 	t_check_u64(atomic_load(&r.p.completed), 8, "bios completed");

@@ -40,9 +40,9 @@
 #include "blk_i.h"
 #include "mqfs/clock.h"
 #include "mqfs/mq_dev.h"
+#include "t_util.h"
 
 /* From sched/mq-deadline.c: [RT/BE/IDLE][ins, merged, disp, done]. */
-extern void mq_dd_stats(struct mq_elevator *e, uint64_t out[3][4]);
 
 enum { ST_INS, ST_MERGED, ST_DISP, ST_DONE };
 enum { P_RT, P_BE, P_IDLE };
@@ -177,18 +177,17 @@ static void assert_elevator(const char *name, const char *sched_attr)
 	ck_assert_str_eq(mq_queue_elevator_name(q), name);
 	assert_attr("scheduler", sched_attr);
 	if (strcmp(name, "none")) {
-		ck_assert_ptr_nonnull(q->elevator);
+		ck_assert_ptr_nonnull(q->hctxs[0]->elevator);
 		ck_assert_ptr_nonnull(q->hctxs[0]->sched_tags);
 	} else {
-		ck_assert_ptr_null(q->elevator);
+		ck_assert_ptr_null(q->hctxs[0]->elevator);
 		ck_assert_ptr_null(q->hctxs[0]->sched_tags);
 	}
 }
 
 static void dd_stats(uint64_t st[3][4])
 {
-	ck_assert_ptr_nonnull(q->elevator);
-	mq_dd_stats(q->elevator, st);
+	ck_assert(t_dd_stats(q, st));
 }
 
 static void assert_stats_balanced(uint64_t reads)

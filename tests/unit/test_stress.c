@@ -52,8 +52,9 @@
 #include "mqfs/clock.h"
 #include "mqfs/mq_dev.h"
 
+#include "t_util.h"
+
 /* From sched/mq-deadline.c: [RT/BE/IDLE][ins, merged, disp, done]. */
-extern void mq_dd_stats(struct mq_elevator *e, uint64_t out[3][4]);
 
 #define BASE_SEED	0x6d7166735eedull
 #define NR_WORKERS	4
@@ -578,8 +579,7 @@ static void ctl_check_frozen(struct run *r)
 	uint64_t st[3][4];
 
 	mq_queue_freeze(q);
-	if (q->elevator) {
-		mq_dd_stats(q->elevator, st);
+	if (t_dd_stats(q, st)) {
 		for (int p = 0; p < 3; p++)
 			if (st[p][0] != st[p][3])
 				run_error(r, "seed %#" PRIx64 ": frozen: prio %d "
@@ -765,7 +765,7 @@ static void dump_tags(const char *what, struct mq_tags *t)
 
 static void dump_elv(struct mq_queue *q)
 {
-	struct mq_elevator *e = q->elevator;
+	struct mq_elevator *e = q->hctxs[0]->elevator;
 	uint64_t st[3][4];
 
 	if (!e)
@@ -886,7 +886,7 @@ static void check_tags(struct run *r)
 		ck_assert_msg(mq_sbitmap_weight(&h->tags->bitmap.sb) == 0,
 			      "seed %#" PRIx64 ": hctx %u driver tags %u", r->seed,
 			      i, mq_sbitmap_weight(&h->tags->bitmap.sb));
-		ck_assert_msg((h->sched_tags != NULL) == (q->elevator != NULL),
+		ck_assert_msg((h->sched_tags != NULL) == (h->elevator != NULL),
 			      "seed %#" PRIx64 ": sched_tags without elevator",
 			      r->seed);
 		if (h->sched_tags)
@@ -931,9 +931,8 @@ static void check_deadline(struct run *r)
 	static const char *const prio[] = { "RT", "BE", "IDLE" };
 	uint64_t st[3][4];
 
-	if (!r->q->elevator)
+	if (!t_dd_stats(r->q, st))
 		return;
-	mq_dd_stats(r->q->elevator, st);
 	for (int p = 0; p < 3; p++)
 		ck_assert_msg(st[p][0] == st[p][3],
 			      "seed %#" PRIx64 ": mq-deadline %s inserted %" PRIu64
