@@ -284,7 +284,8 @@ int mq_elv_attr_show(struct mq_elevator *e, const char *name,
 	if (!a)
 		return -ENOENT;
 	pthread_mutex_lock(&e->lock);
-	v = *(int64_t *)((char *)e->data + a->offset);
+	v = __atomic_load_n((int64_t *)((char *)e->data + a->offset),
+			    __ATOMIC_RELAXED);
 	pthread_mutex_unlock(&e->lock);
 	snprintf(buf, len, "%" PRId64, v / a->scale);
 	return 0;
@@ -306,7 +307,9 @@ int mq_elv_attr_store(struct mq_elevator *e, const char *name,
 	if (errno || end == value || *end || v < a->min || v > a->max)
 		return -EINVAL;
 	pthread_mutex_lock(&e->lock);
-	*(int64_t *)((char *)e->data + a->offset) = (int64_t)v * a->scale;
+	/* Atomic: limit_depth reads async_depth without the lock. */
+	__atomic_store_n((int64_t *)((char *)e->data + a->offset),
+			 (int64_t)v * a->scale, __ATOMIC_RELAXED);
 	pthread_mutex_unlock(&e->lock);
 	return 0;
 }

@@ -529,7 +529,8 @@ static void dd_finish_request(struct mq_elevator *e, struct mq_request *rq)
 static void dd_limit_depth(struct mq_elevator *e, struct mq_alloc_data *d)
 {
 	struct deadline_data *dd = e->data;
-	int64_t depth = dd->async_depth;
+	/* Unlocked: a tunable store may race; relaxed atomics on both sides. */
+	int64_t depth = __atomic_load_n(&dd->async_depth, __ATOMIC_RELAXED);
 
 	if (d->op == MQ_OP_READ)
 		return;

@@ -11,7 +11,8 @@ UNIT_TESTS = \
 	tests/unit/test_stress \
 	tests/unit/test_fault \
 	tests/unit/test_uring \
-	tests/unit/test_complete_task
+	tests/unit/test_complete_task \
+	tests/unit/test_soak
 
 if HAVE_CHECK
 check_PROGRAMS += $(UNIT_TESTS)
@@ -44,6 +45,8 @@ tests_unit_test_uring_CFLAGS = $(UNIT_CFLAGS)
 tests_unit_test_uring_LDADD = $(UNIT_LDADD)
 tests_unit_test_complete_task_CFLAGS = $(UNIT_CFLAGS)
 tests_unit_test_complete_task_LDADD = $(UNIT_LDADD)
+tests_unit_test_soak_CFLAGS = $(UNIT_CFLAGS)
+tests_unit_test_soak_LDADD = $(UNIT_LDADD)
 
 AM_TESTS_ENVIRONMENT = \
 	top_srcdir='$(top_srcdir)'; export top_srcdir; \

@@ -257,8 +257,9 @@ static bool fault_candidate(const struct mq_fault_config *r,
 		return false;
 	if (r->eio_op_mask && !(r->eio_op_mask & (1u << rq->op)))
 		return false;
+	/* A flush (no data) touches no range. */
 	return !r->eio_sector_end ||
-	       (rq->sector < r->eio_sector_end &&
+	       (rq->nr_bytes && rq->sector < r->eio_sector_end &&
 		mq_rq_end_sector(rq) > r->eio_sector_start);
 }
 
