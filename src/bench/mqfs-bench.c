@@ -65,7 +65,11 @@ static void bench_end_io(struct mq_bio *bio)
 	struct bench_io *head = atomic_load_explicit(&job->done,
 						     memory_order_relaxed);
 
-	hist_add(&job->lat[mq_op_dir(bio->op)], bio->done_ns - io->start_ns);
+	/* In task context the caller sees the bio end now, not at reap. */
+	uint64_t end = bio->flags & MQ_REQ_COMPLETE_IN_TASK ? mq_clock_ns()
+							   : bio->done_ns;
+
+	hist_add(&job->lat[mq_op_dir(bio->op)], end - io->start_ns);
 	if (mq_unlikely(bio->status))
 		atomic_fetch_add(&job->errors, 1);
 	do {
