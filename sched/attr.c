@@ -100,22 +100,43 @@ int mq_queue_attr_show(struct mq_queue *q, const char *name, char *buf,
 	return 0;
 }
 
-/* 0 .. 1 s: longer only stalls completions. */
-static int attr_store_delay(struct mq_queue *q, const char *value)
+/* A decimal in [0, @max], trailing blanks allowed, as sysfs takes it. */
+static int attr_parse_ulong(const char *value, unsigned long max,
+			    unsigned long *out)
 {
 	char *end;
 	unsigned long v;
 
 	errno = 0;
 	v = strtoul(value, &end, 10);
-	if (errno || end == value || *value == '-' || v > 1000000)
+	if (errno || end == value || *value == '-' || v > max)
 		return -EINVAL;
 	while (*end == '\n' || *end == ' ')
 		end++;
 	if (*end)
 		return -EINVAL;
+	*out = v;
+	return 0;
+}
+
+/* 0 .. 1 s: longer only stalls completions. */
+static int attr_store_delay(struct mq_queue *q, const char *value)
+{
+	unsigned long v;
+
+	if (attr_parse_ulong(value, 1000000, &v))
+		return -EINVAL;
 	atomic_store(&q->complete_delay_ns, (uint64_t)v * 1000);
 	return 0;
+}
+
+static int attr_store_nr_requests(struct mq_queue *q, const char *value)
+{
+	unsigned long v;
+
+	if (attr_parse_ulong(value, MQ_MAX_NR_REQUESTS, &v))
+		return -EINVAL;
+	return mq_queue_set_nr_requests(q, (unsigned)v);
 }
 
 /*
@@ -145,6 +166,8 @@ int mq_queue_attr_store(struct mq_queue *q, const char *name,
 		return mq_queue_switch_elevator(q, value);
 	if (!strcmp(name, "complete_delay_us"))
 		return attr_store_delay(q, value);
+	if (!strcmp(name, "nr_requests"))
+		return attr_store_nr_requests(q, value);
 	for (size_t i = 0; i < MQ_ARRAY_SIZE(queue_attrs); i++)
 		if (!strcmp(name, queue_attrs[i]))
 			return -EACCES;	/* read-only while the queue lives */

@@ -28,6 +28,8 @@
 #define MQ_RESOURCE_DELAY_NS	3000000	/* BLK_MQ_RESOURCE_DELAY */
 #define MQ_DEFAULT_MAX_SECTORS_KB 512
 #define MQ_COMPLETE_DELAY_NS	1000000	/* complete_delay_us = 1000 */
+#define MQ_MIN_NR_REQUESTS	4	/* BLKDEV_MIN_RQ */
+#define MQ_MAX_NR_REQUESTS	16384
 
 /* A tag space: the bitmap and the request pool indexed by it. */
 struct mq_tags {
@@ -169,6 +171,7 @@ static inline void mq_queue_ref_get(struct mq_sw_ctx *ctx, long nr)
 }
 void mq_queue_exit(struct mq_queue *q, struct mq_sw_ctx *ctx, long nr);
 void mq_queue_freeze(struct mq_queue *q);
+int mq_queue_set_nr_requests(struct mq_queue *q, unsigned nr);
 void mq_queue_unfreeze(struct mq_queue *q);
 
 /* dispatch.c */

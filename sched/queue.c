@@ -208,6 +208,46 @@ int mq_queue_switch_elevator(struct mq_queue *q, const char *name)
 	return ret;
 }
 
+/*
+ * nr_requests: the scheduler tag space of every hardware queue is
+ * reallocated with the queue frozen (no request alive, so no tag held),
+ * and each elevator instance hears the new depth (mq-deadline resets
+ * async_depth to it, as the kernel does).
+ */
+int mq_queue_set_nr_requests(struct mq_queue *q, unsigned nr)
+{
+	int ret = 0;
+
+	if (nr < MQ_MIN_NR_REQUESTS || nr > MQ_MAX_NR_REQUESTS)
+		return -EINVAL;
+	pthread_mutex_lock(&q->attr_lock);
+	mq_queue_freeze(q);
+	queue_quiesce(q);
+	for (unsigned i = 0; i < q->nr_hw_queues && !ret; i++) {
+		struct mq_hw_queue *hctx = q->hctxs[i];
+		struct mq_tags *t;
+
+		if (!hctx->elevator)
+			continue;
+		t = mq_tags_alloc(nr, q->dev->rq_pdu_size);
+		if (!t) {
+			ret = -ENOMEM;
+			break;
+		}
+		mq_tags_free(hctx->sched_tags);
+		hctx->sched_tags = t;
+		if (hctx->elevator->type->ops->depth_updated)
+			hctx->elevator->type->ops->depth_updated(hctx->elevator,
+								 nr);
+	}
+	if (!ret)
+		q->nr_requests = nr;
+	queue_unquiesce(q);
+	mq_queue_unfreeze(q);
+	pthread_mutex_unlock(&q->attr_lock);
+	return ret;
+}
+
 const char *mq_queue_elevator_name(const struct mq_queue *q)
 {
 	return q->elv_type ? q->elv_type->name : "none";

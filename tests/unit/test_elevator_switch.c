@@ -739,8 +739,7 @@ END_TEST
 START_TEST(test_readonly_queue_attrs)
 {
 	static const char *const ro[] = {
-		"nr_requests", "queue_depth", "nr_hw_queues",
-		"max_sectors_kb", "nomerges",
+		"queue_depth", "nr_hw_queues", "max_sectors_kb", "nomerges",
 	};
 
 	open_null_manual("mq-deadline");
@@ -758,6 +757,29 @@ START_TEST(test_readonly_queue_attrs)
 	assert_attr("nr_hw_queues", "1");
 	assert_attr("max_sectors_kb", "512");
 	assert_attr("nomerges", "0");
+}
+END_TEST
+
+/* nr_requests is writable: scheduler tags reallocated, async_depth reset. */
+START_TEST(test_nr_requests_store)
+{
+	static const char *const bad[] = { "0", "3", "-8", "abc", "", "99999999" };
+
+	open_null_manual("mq-deadline");
+	ck_assert_int_eq(mq_queue_attr_store(q, "async_depth", "5"), 0);
+	ck_assert_int_eq(mq_queue_attr_store(q, "nr_requests", "32\n"), 0);
+	assert_attr("nr_requests", "32");
+	assert_attr("async_depth", "32");
+	ck_assert_uint_eq(q->hctxs[0]->sched_tags->depth, 32);
+	for (size_t i = 0; i < MQ_ARRAY_SIZE(bad); i++)
+		ck_assert_msg(mq_queue_attr_store(q, "nr_requests", bad[i]) ==
+			      -EINVAL, "nr_requests took '%s'", bad[i]);
+	assert_attr("nr_requests", "32");
+	/* A new elevator gets the stored depth. */
+	ck_assert_int_eq(mq_queue_switch_elevator(q, "none"), 0);
+	ck_assert_int_eq(mq_queue_switch_elevator(q, "mq-deadline"), 0);
+	ck_assert_uint_eq(q->hctxs[0]->sched_tags->depth, 32);
+	assert_attr("async_depth", "32");
 }
 END_TEST
 
@@ -862,6 +884,7 @@ static Suite *switch_suite(void)
 	const TTest *const data[] = { test_ram_data_across_switches };
 	const TTest *const attrs[] = {
 		test_deadline_tunables, test_readonly_queue_attrs,
+		test_nr_requests_store,
 		test_attrs_vanish_with_none, test_attr_list,
 	};
 	Suite *s = suite_create("elevator_switch");
