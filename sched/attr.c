@@ -151,9 +151,11 @@ static int attr_store_elv(struct mq_queue *q, const char *name,
 	pthread_mutex_lock(&q->attr_lock);
 	if (q->elv_type) {
 		ret = 0;
-		for (unsigned i = 0; i < q->nr_hw_queues && !ret; i++)
+		for (unsigned i = 0; i < q->nr_hw_queues && !ret; i++) {
 			ret = mq_elv_attr_store(q->hctxs[i]->elevator, name,
 						value);
+			mq_tags_update_shallow(q->hctxs[i]);
+		}
 	}
 	pthread_mutex_unlock(&q->attr_lock);
 	return ret;

@@ -152,6 +152,7 @@ struct mq_request *mq_alloc_request(struct mq_queue *q, struct mq_sw_ctx *ctx,
 				    const struct mq_bio *bio,
 				    struct mq_plug *plug);
 bool mq_get_driver_tag(struct mq_request *rq);
+void mq_tags_update_shallow(struct mq_hw_queue *hctx);
 bool mq_tags_have_free(struct mq_tags *t);
 void mq_free_request(struct mq_request *rq);
 /* Release tags of a completion batch; the caller drops the usage refs. */

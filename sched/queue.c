@@ -153,6 +153,7 @@ static int hctx_elv_attach(struct mq_hw_queue *hctx,
 		hctx_elv_detach(hctx);
 		return -ENOMEM;
 	}
+	mq_tags_update_shallow(hctx);
 	return 0;
 }
 
@@ -239,6 +240,7 @@ int mq_queue_set_nr_requests(struct mq_queue *q, unsigned nr)
 		if (hctx->elevator->type->ops->depth_updated)
 			hctx->elevator->type->ops->depth_updated(hctx->elevator,
 								 nr);
+		mq_tags_update_shallow(hctx);
 	}
 	if (!ret)
 		q->nr_requests = nr;

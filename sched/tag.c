@@ -15,6 +15,7 @@
  * allocation never batches, as blk_mq_get_tags() refuses it.
  */
 #include <errno.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include "blk_i.h"
@@ -160,11 +161,11 @@ static int tag_wait(struct mq_hw_queue *hctx, struct mq_tags *t,
 	}
 }
 
-static unsigned tag_shallow_depth(struct mq_hw_queue *hctx, struct mq_tags *t,
-				  const struct mq_bio *bio)
+static unsigned tag_limit(struct mq_hw_queue *hctx, struct mq_tags *t,
+			  uint8_t op, uint32_t flags)
 {
 	struct mq_elevator *e = hctx->elevator;
-	struct mq_alloc_data d = { .op = bio->op, .cmd_flags = bio->flags };
+	struct mq_alloc_data d = { .op = op, .cmd_flags = flags };
 
 	if (!e || !e->type->ops->limit_depth)
 		return 0;
@@ -172,6 +173,29 @@ static unsigned tag_shallow_depth(struct mq_hw_queue *hctx, struct mq_tags *t,
 	if (!d.shallow_depth || d.shallow_depth >= t->depth)
 		return 0;
 	return tag_word_depth(t, d.shallow_depth);
+}
+
+static unsigned tag_shallow_depth(struct mq_hw_queue *hctx, struct mq_tags *t,
+				  const struct mq_bio *bio)
+{
+	return tag_limit(hctx, t, bio->op, bio->flags);
+}
+
+/*
+ * Tell the scheduler tags' wait queue how shallow throttled allocations
+ * go, so it wakes waiters in batches they can use (the kernel's
+ * min_shallow_depth; a write is the throttled case).  Call after the
+ * elevator, its tunables or nr_requests change.
+ */
+void mq_tags_update_shallow(struct mq_hw_queue *hctx)
+{
+	struct mq_tags *t = hctx->sched_tags;
+	unsigned wd;
+
+	if (!t)
+		return;
+	wd = tag_limit(hctx, t, MQ_OP_WRITE, 0);
+	mq_sbq_min_shallow_depth(&t->bitmap, wd ? wd : UINT_MAX);
 }
 
 /* The caller holds one queue usage reference for the request. */

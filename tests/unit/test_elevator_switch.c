@@ -783,6 +783,32 @@ START_TEST(test_nr_requests_store)
 }
 END_TEST
 
+/*
+ * A shallow async_depth shrinks the scheduler tags' wake batch (the
+ * kernel's min_shallow_depth), so throttled writers are woken in batches
+ * they can use; raising it back restores the batch.
+ */
+static unsigned sched_wake_batch(void)
+{
+	return __atomic_load_n(&q->hctxs[0]->sched_tags->bitmap.wake_batch,
+			       __ATOMIC_RELAXED);
+}
+
+START_TEST(test_async_depth_wake_batch)
+{
+	unsigned full;
+
+	open_null_manual("mq-deadline");
+	ck_assert_int_eq(mq_queue_attr_store(q, "nr_requests", "64"), 0);
+	full = sched_wake_batch();
+	ck_assert_uint_eq(full, 8);
+	ck_assert_int_eq(mq_queue_attr_store(q, "async_depth", "2"), 0);
+	ck_assert_uint_lt(sched_wake_batch(), full);
+	ck_assert_int_eq(mq_queue_attr_store(q, "async_depth", "64"), 0);
+	ck_assert_uint_eq(sched_wake_batch(), full);
+}
+END_TEST
+
 START_TEST(test_attrs_vanish_with_none)
 {
 	char buf[64];
@@ -884,7 +910,7 @@ static Suite *switch_suite(void)
 	const TTest *const data[] = { test_ram_data_across_switches };
 	const TTest *const attrs[] = {
 		test_deadline_tunables, test_readonly_queue_attrs,
-		test_nr_requests_store,
+		test_nr_requests_store, test_async_depth_wake_batch,
 		test_attrs_vanish_with_none, test_attr_list,
 	};
 	Suite *s = suite_create("elevator_switch");
