@@ -66,6 +66,7 @@ static int attr_show_elv(struct mq_queue *q, const char *name, char *buf,
 {
 	int ret = -ENOENT;
 
+	mq_flush_plug();	/* a switch may be waiting for our plug */
 	pthread_mutex_lock(&q->attr_lock);
 	if (q->elv_type)
 		ret = mq_elv_attr_show(q->hctxs[0]->elevator, name, buf, len);
@@ -148,6 +149,7 @@ static int attr_store_elv(struct mq_queue *q, const char *name,
 {
 	int ret = -ENOENT;
 
+	mq_flush_plug();	/* a switch may be waiting for our plug */
 	pthread_mutex_lock(&q->attr_lock);
 	if (q->elv_type) {
 		ret = 0;

@@ -171,6 +171,13 @@ static inline void mq_queue_ref_get(struct mq_sw_ctx *ctx, long nr)
 	atomic_fetch_add_explicit(&ctx->usage, nr, memory_order_relaxed);
 }
 void mq_queue_exit(struct mq_queue *q, struct mq_sw_ctx *ctx, long nr);
+
+/*
+ * Non-zero while this thread runs bio end_io callbacks.  A submission from
+ * there must not wait for a freeze: the freeze may be waiting for the very
+ * completion that is running (its reference is dropped after end_io).
+ */
+extern _Thread_local unsigned mq_in_completion;
 void mq_queue_freeze(struct mq_queue *q);
 int mq_queue_set_nr_requests(struct mq_queue *q, unsigned nr);
 void mq_queue_unfreeze(struct mq_queue *q);

@@ -59,6 +59,7 @@ static void complete_restart(struct mq_hw_queue *hctx)
 
 static void complete_end_bios(struct mq_bio *bio, int status, uint64_t now)
 {
+	mq_in_completion++;
 	while (bio) {
 		struct mq_bio *next = bio->next;
 
@@ -68,6 +69,7 @@ static void complete_end_bios(struct mq_bio *bio, int status, uint64_t now)
 		bio->end_io(bio);
 		bio = next;
 	}
+	mq_in_completion--;
 }
 
 /* Hand a request's bios to the completion worker (task context). */

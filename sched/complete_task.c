@@ -48,6 +48,7 @@ static long task_end_chain(struct mq_bio *bio)
 {
 	long n = 0;
 
+	mq_in_completion++;
 	while (bio) {
 		struct mq_bio *next = bio->next;
 
@@ -57,6 +58,7 @@ static long task_end_chain(struct mq_bio *bio)
 		if (++n % TASK_YIELD_BATCH == 0)
 			sched_yield();
 	}
+	mq_in_completion--;
 	return n;
 }
 

@@ -26,8 +26,15 @@ struct mq_sw_ctx *mq_ctx_current(struct mq_queue *q)
 	return &q->ctxs[task_slot];
 }
 
+_Thread_local unsigned mq_in_completion;
+
 void mq_queue_enter(struct mq_queue *q, struct mq_sw_ctx *ctx, long nr)
 {
+	if (mq_unlikely(mq_in_completion)) {
+		/* Safe: our completion's reference keeps the freeze waiting. */
+		mq_queue_ref_get(ctx, nr);
+		return;
+	}
 	for (;;) {
 		/* Dekker with the freezer: count first, then look. */
 		atomic_fetch_add(&ctx->usage, nr);
@@ -46,8 +53,8 @@ void mq_queue_enter(struct mq_queue *q, struct mq_sw_ctx *ctx, long nr)
 
 void mq_queue_exit(struct mq_queue *q, struct mq_sw_ctx *ctx, long nr)
 {
-	long left = atomic_fetch_sub_explicit(&ctx->usage, nr,
-					      memory_order_release) - nr;
+	/* seq_cst: pairs with the waiter's usage_waiters++ then sum. */
+	long left = atomic_fetch_sub(&ctx->usage, nr) - nr;
 
 	MQ_ASSERT(left >= 0);
 	if (left == 0)
@@ -195,6 +202,7 @@ int mq_queue_switch_elevator(struct mq_queue *q, const char *name)
 
 	if (ret)
 		return ret;
+	mq_flush_plug();	/* another switch may wait for our plug */
 	pthread_mutex_lock(&q->attr_lock);
 	/* The elevator already in place stays, tunables and all. */
 	if (t != q->elv_type) {
@@ -221,6 +229,7 @@ int mq_queue_set_nr_requests(struct mq_queue *q, unsigned nr)
 
 	if (nr < MQ_MIN_NR_REQUESTS || nr > MQ_MAX_NR_REQUESTS)
 		return -EINVAL;
+	mq_flush_plug();	/* another switch may wait for our plug */
 	pthread_mutex_lock(&q->attr_lock);
 	mq_queue_freeze(q);
 	queue_quiesce(q);

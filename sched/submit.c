@@ -98,10 +98,16 @@ static int submit_check_bio(struct mq_queue *q, const struct mq_bio *bio)
 {
 	const struct mq_dev_geometry *g = &q->dev->geo;
 	uint64_t lbs = g->logical_block_size ? g->logical_block_size : 512;
-	uint64_t start = bio->sector << MQ_SECTOR_SHIFT;
+	uint64_t start;
 
+	if (bio->op >= MQ_OP_COUNT)
+		return -EINVAL;
 	if (bio->op == MQ_OP_FLUSH)
 		return 0;
+	/* Before the shift: a huge sector must not wrap to the start. */
+	if (bio->sector > g->size_bytes >> MQ_SECTOR_SHIFT)
+		return -EIO;
+	start = bio->sector << MQ_SECTOR_SHIFT;
 	if (start % lbs || bio->size % lbs || !bio->size)
 		return -EINVAL;
 	if (start > g->size_bytes || bio->size > g->size_bytes - start)

@@ -12,7 +12,8 @@ UNIT_TESTS = \
 	tests/unit/test_fault \
 	tests/unit/test_uring \
 	tests/unit/test_complete_task \
-	tests/unit/test_soak
+	tests/unit/test_soak \
+	tests/unit/test_submit
 
 if HAVE_CHECK
 check_PROGRAMS += $(UNIT_TESTS)
@@ -47,6 +48,8 @@ tests_unit_test_complete_task_CFLAGS = $(UNIT_CFLAGS)
 tests_unit_test_complete_task_LDADD = $(UNIT_LDADD)
 tests_unit_test_soak_CFLAGS = $(UNIT_CFLAGS)
 tests_unit_test_soak_LDADD = $(UNIT_LDADD)
+tests_unit_test_submit_CFLAGS = $(UNIT_CFLAGS)
+tests_unit_test_submit_LDADD = $(UNIT_LDADD)
 
 AM_TESTS_ENVIRONMENT = \
 	top_srcdir='$(top_srcdir)'; export top_srcdir; \

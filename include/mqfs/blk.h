@@ -64,6 +64,13 @@ typedef void (*mq_bio_end_io_t)(struct mq_bio *bio);
  *
  * The caller owns the bio until end_io runs.  @next is the block layer's
  * link while the bio sits inside a request.
+ *
+ * end_io runs where the driver reaps the completion (a reaper or timer
+ * thread, or inside queue_rq), or in the queue's completion worker when
+ * the bio carries MQ_REQ_COMPLETE_IN_TASK.  It may submit new bios (they
+ * never wait for a freeze there), but a submission that runs out of tags
+ * sleeps in that thread: end_io work that submits much belongs in task
+ * context.
  */
 struct mq_bio {
 	uint64_t sector;		/* start, 512-byte sectors */

@@ -53,6 +53,10 @@ struct uring_queue {
 
 static const struct mq_dev_ops uring_ops;
 
+/* user_data of the NOP that stops a reaper (never a request's address). */
+static const char uring_stop_mark;
+#define URING_STOP	((void *)&uring_stop_mark)
+
 static struct uring_dev *to_uring(struct mq_dev *dev)
 {
 	return mq_container_of(dev, struct uring_dev, dev);
@@ -172,8 +176,13 @@ static int uring_prep(struct uring_queue *uq, struct io_uring_sqe *sqe,
 	return 0;
 }
 
-/* The doorbell.  A full completion queue makes the kernel refuse new
- * work for a moment (-EBUSY); the reaper is draining it, so retry. */
+static unsigned uring_reap(struct uring_queue *uq, bool *stop);
+
+/*
+ * The doorbell.  A full completion queue makes the kernel refuse new work
+ * for a moment (-EBUSY); the reaper is draining it, so retry - unless this
+ * is the reaper itself (a completion restarted the queue): then drain here.
+ */
 static void uring_submit(struct uring_queue *uq)
 {
 	while (uq->unsubmitted) {
@@ -190,7 +199,13 @@ static void uring_submit(struct uring_queue *uq)
 				uq->ud->dev.name, uq->index, strerror(-ret));
 			abort();
 		}
-		sched_yield();
+		if (uq->reaper_running && pthread_equal(pthread_self(), uq->reaper)) {
+			bool stop = false;
+
+			uring_reap(uq, &stop);
+		} else {
+			sched_yield();
+		}
 	}
 }
 
@@ -298,10 +313,12 @@ static unsigned uring_reap(struct uring_queue *uq, bool *stop)
 	for (unsigned i = 0; i < n; i++) {
 		struct mq_request *rq = io_uring_cqe_get_data(cqes[i]);
 
-		if (!rq) {		/* the stop NOP */
+		if ((void *)rq == URING_STOP) {
 			*stop = true;
 			continue;
 		}
+		if (!rq)		/* a NOP that stood in for a failed prep */
+			continue;
 		rq->status = uring_cqe_status(uq->ud, rq, cqes[i]->res);
 		rqs[nr++] = rq;
 	}
@@ -427,7 +444,7 @@ static void uring_queue_exit(struct mq_dev *dev, unsigned index, void *priv)
 
 	if (sqe) {
 		io_uring_prep_nop(sqe);
-		io_uring_sqe_set_data(sqe, NULL);
+		io_uring_sqe_set_data(sqe, URING_STOP);
 		uq->unsubmitted++;
 		uring_submit(uq);
 	}
