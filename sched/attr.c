@@ -17,11 +17,6 @@ void *mq_hctx_driver_data(const struct mq_hw_queue *hctx)
 	return hctx->driver_data;
 }
 
-unsigned mq_hctx_index(const struct mq_hw_queue *hctx)
-{
-	return hctx->index;
-}
-
 struct mq_dev *mq_hctx_dev(const struct mq_hw_queue *hctx)
 {
 	return hctx->q->dev;

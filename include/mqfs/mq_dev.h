@@ -80,7 +80,6 @@ struct mq_dev {
 
 /* For drivers. */
 void *mq_hctx_driver_data(const struct mq_hw_queue *hctx);
-unsigned mq_hctx_index(const struct mq_hw_queue *hctx);
 struct mq_dev *mq_hctx_dev(const struct mq_hw_queue *hctx);
 /* Complete @rq with @status (0 or -errno).  Any thread. */
 void mq_complete_request(struct mq_request *rq, int status);
