@@ -125,6 +125,7 @@ struct mq_queue {
 	unsigned nr_hw_queues;
 	unsigned queue_depth;
 	unsigned nr_requests;
+	bool polled;			/* completions only through ->poll */
 	struct mq_merge_limits limits;
 	/* The elevator type; one instance per hardware queue.  NULL: none. */
 	const struct mq_elevator_type *elv_type;
@@ -201,6 +202,19 @@ void mq_task_defer(struct mq_hw_queue *hctx, struct mq_bio *head,
 		   struct mq_bio *tail, long nr);
 void mq_task_worker_stats(struct mq_task_worker *w, struct mq_queue_stats *s);
 void mq_queue_wake_waiters(struct mq_queue *q);
+
+/*
+ * poll.c: polled queues (mq_dev.polled).  Nothing reaps them but the
+ * threads that wait, so every wait for a completion polls instead of
+ * sleeping while the hardware queue has requests in flight.
+ */
+/* ->poll of @hctx: requests completed or -errno. */
+int mq_hctx_poll(struct mq_hw_queue *hctx, unsigned min_complete);
+/*
+ * Poll every hardware queue, blocking on each only while it has requests
+ * in flight; returns the requests completed (0: nothing was in flight).
+ */
+unsigned mq_queue_poll_all(struct mq_queue *q);
 
 /* plug.c */
 bool mq_attempt_plug_merge(struct mq_plug *plug, struct mq_queue *q,

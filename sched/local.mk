@@ -14,10 +14,12 @@ libmqfs_a_SOURCES = \
 	%reldir%/merge.h \
 	%reldir%/mq-deadline.c \
 	%reldir%/plug.c \
+	%reldir%/poll.c \
 	%reldir%/queue.c \
 	%reldir%/rbtree.c \
 	%reldir%/sbitmap.c \
 	%reldir%/sbitmap.h \
+	%reldir%/stats_print.c \
 	%reldir%/submit.c \
 	%reldir%/tag.c \
 	%reldir%/thread_stats.c \

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sched.h>
+#include <time.h>
 #include "blk_i.h"
 #include "elv_i.h"
 #include "mqfs/lock.h"
@@ -80,13 +81,42 @@ static long queue_usage(struct mq_queue *q)
 	return sum;
 }
 
+/*
+ * A polled queue's requests complete only when polled: reap them here.
+ * Nothing in flight (references held by plugs, the dispatch list or the
+ * completion worker): wait for a wake-up, but not for long, since a
+ * request issued meanwhile (by the queue worker) needs polling again.
+ */
+static void queue_poll_wait_locked(struct mq_queue *q)
+{
+	struct timespec ts;
+	unsigned n;
+
+	pthread_mutex_unlock(&q->freeze_lock);
+	n = mq_queue_poll_all(q);
+	pthread_mutex_lock(&q->freeze_lock);
+	if (n)
+		return;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	ts.tv_nsec += 1000000;		/* 1 ms */
+	if (ts.tv_nsec >= 1000000000L) {
+		ts.tv_nsec -= 1000000000L;
+		ts.tv_sec++;
+	}
+	pthread_cond_timedwait(&q->freeze_cond, &q->freeze_lock, &ts);
+}
+
 static void queue_wait_unused(struct mq_queue *q)
 {
 	mq_flush_plug();
 	atomic_fetch_add(&q->usage_waiters, 1);
 	pthread_mutex_lock(&q->freeze_lock);
-	while (queue_usage(q) != 0 || atomic_load(&q->task_pending))
-		pthread_cond_wait(&q->freeze_cond, &q->freeze_lock);
+	while (queue_usage(q) != 0 || atomic_load(&q->task_pending)) {
+		if (q->polled)
+			queue_poll_wait_locked(q);
+		else
+			pthread_cond_wait(&q->freeze_cond, &q->freeze_lock);
+	}
 	pthread_mutex_unlock(&q->freeze_lock);
 	atomic_fetch_sub(&q->usage_waiters, 1);
 }
@@ -264,6 +294,17 @@ const char *mq_queue_elevator_name(const struct mq_queue *q)
 	return q->elv_type ? q->elv_type->name : "none";
 }
 
+uint64_t mq_queue_size_bytes(const struct mq_queue *q)
+{
+	return q->dev->geo.size_bytes;
+}
+
+uint32_t mq_queue_logical_block_size(const struct mq_queue *q)
+{
+	return q->dev->geo.logical_block_size ? q->dev->geo.logical_block_size
+					      : MQ_SECTOR_SIZE;
+}
+
 static struct mq_hw_queue *hctx_alloc(struct mq_queue *q, unsigned index)
 {
 	struct mq_hw_queue *hctx = aligned_alloc(MQ_CACHELINE,
@@ -370,6 +411,13 @@ struct mq_queue *mq_queue_create(struct mq_dev *dev,
 	memset(q, 0, sizeof(*q));
 	q->dev = dev;
 	q->cfg = *cfg;
+	q->polled = dev->polled;
+	if (q->polled && !dev->ops->poll) {
+		fprintf(stderr, "mqfs: %s: polled device, driver %s has no "
+			"poll\n", dev->name, dev->ops->name);
+		free(q);
+		return NULL;
+	}
 	atomic_store(&q->complete_delay_ns, MQ_COMPLETE_DELAY_NS);
 	queue_set_depths(q);
 	queue_set_limits(q);

@@ -129,6 +129,38 @@ static unsigned tag_alloc_batch(struct mq_queue *q, struct mq_sw_ctx *ctx,
 	return got;
 }
 
+static int tag_try_get(struct mq_hw_queue *hctx, struct mq_sbitmap_queue *sbq,
+		       unsigned *hint, unsigned shallow)
+{
+	int tag = shallow ? mq_sbq_get_shallow(sbq, hint, shallow)
+			  : mq_sbq_get(sbq, hint);
+
+	if (tag < 0) {
+		/* Requests may sit in the elevator; let them go. */
+		mq_run_hw_queue(hctx, false);
+		tag = shallow ? mq_sbq_get_shallow(sbq, hint, shallow)
+			      : mq_sbq_get(sbq, hint);
+	}
+	return tag;
+}
+
+/*
+ * A polled queue frees tags only when someone polls: reap here while the
+ * hardware queue has requests in flight.  Only when it has none (the
+ * tags are held by plugs or wait on the dispatch list) does the caller
+ * sleep, and the sleep's backstop bounds that.
+ */
+static int tag_poll(struct mq_hw_queue *hctx, struct mq_sbitmap_queue *sbq,
+		    unsigned *hint, unsigned shallow)
+{
+	int tag;
+
+	do {
+		tag = tag_try_get(hctx, sbq, hint, shallow);
+	} while (tag < 0 && mq_hctx_poll(hctx, 1) > 0);
+	return tag;
+}
+
 /* Sleep until a tag frees up; the plug is flushed first (it may hold
  * the very requests whose completion we wait for). */
 static int tag_wait(struct mq_hw_queue *hctx, struct mq_tags *t,
@@ -143,16 +175,14 @@ static int tag_wait(struct mq_hw_queue *hctx, struct mq_tags *t,
 		struct mq_sbq_wait_state *ws = mq_sbq_wait_ptr(sbq, &wait_index);
 		struct mq_sbq_waiter w;
 
+		if (hctx->q->polled) {
+			tag = tag_poll(hctx, sbq, hint, shallow);
+			if (tag >= 0)
+				return tag;
+		}
 		mq_sbq_waiter_init(&w);
 		mq_sbq_prepare_to_wait(sbq, ws, &w);
-		tag = shallow ? mq_sbq_get_shallow(sbq, hint, shallow)
-			      : mq_sbq_get(sbq, hint);
-		if (tag < 0) {
-			/* Requests may sit in the elevator; let them go. */
-			mq_run_hw_queue(hctx, false);
-			tag = shallow ? mq_sbq_get_shallow(sbq, hint, shallow)
-				      : mq_sbq_get(sbq, hint);
-		}
+		tag = tag_try_get(hctx, sbq, hint, shallow);
 		if (tag < 0)
 			mq_sbq_sleep(&w);
 		mq_sbq_finish_wait(sbq, ws, &w);

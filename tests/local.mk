@@ -11,6 +11,7 @@ UNIT_TESTS = \
 	tests/unit/test_stress \
 	tests/unit/test_fault \
 	tests/unit/test_uring \
+	tests/unit/test_uring_poll \
 	tests/unit/test_complete_task \
 	tests/unit/test_soak \
 	tests/unit/test_submit
@@ -22,7 +23,7 @@ endif
 
 UNIT_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS) -I$(top_srcdir)/sched
 UNIT_LDADD = $(CORE_LIBS) $(CHECK_LIBS)
-EXTRA_DIST += tests/unit/t_util.h
+EXTRA_DIST += tests/unit/t_util.h tests/unit/t_uring.h
 
 tests_unit_test_rbtree_CFLAGS = $(UNIT_CFLAGS)
 tests_unit_test_rbtree_LDADD = $(UNIT_LDADD)
@@ -44,6 +45,8 @@ tests_unit_test_fault_CFLAGS = $(UNIT_CFLAGS)
 tests_unit_test_fault_LDADD = $(UNIT_LDADD)
 tests_unit_test_uring_CFLAGS = $(UNIT_CFLAGS)
 tests_unit_test_uring_LDADD = $(UNIT_LDADD)
+tests_unit_test_uring_poll_CFLAGS = $(UNIT_CFLAGS)
+tests_unit_test_uring_poll_LDADD = $(UNIT_LDADD)
 tests_unit_test_complete_task_CFLAGS = $(UNIT_CFLAGS)
 tests_unit_test_complete_task_LDADD = $(UNIT_LDADD)
 tests_unit_test_soak_CFLAGS = $(UNIT_CFLAGS)
@@ -56,3 +59,4 @@ AM_TESTS_ENVIRONMENT = \
 	top_builddir='$(top_builddir)'; export top_builddir; \
 	CK_VERBOSITY=$${CK_VERBOSITY:-normal}; export CK_VERBOSITY; \
 	CK_DEFAULT_TIMEOUT=$${CK_DEFAULT_TIMEOUT:-60}; export CK_DEFAULT_TIMEOUT;
+

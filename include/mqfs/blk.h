@@ -15,6 +15,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <stddef.h>
+#include <stdio.h>
 #include "mqfs/compiler.h"
 #include "mqfs/list.h"
 #include "mqfs/rbtree.h"
@@ -67,10 +68,13 @@ typedef void (*mq_bio_end_io_t)(struct mq_bio *bio);
  *
  * end_io runs where the driver reaps the completion (a reaper or timer
  * thread, or inside queue_rq), or in the queue's completion worker when
- * the bio carries MQ_REQ_COMPLETE_IN_TASK.  It may submit new bios (they
- * never wait for a freeze there), but a submission that runs out of tags
- * sleeps in that thread: end_io work that submits much belongs in task
- * context.
+ * the bio carries MQ_REQ_COMPLETE_IN_TASK.  On a polled queue (io_uring
+ * with caller_reap) it runs in the thread that polls: a caller of
+ * mq_queue_poll(), or a thread that waits inside the block layer (for a
+ * tag, a drain or a freeze), which may be another submitter of the same
+ * hardware queue.  It may submit new bios (they never wait for a freeze
+ * there), but a submission that runs out of tags waits in that thread:
+ * end_io work that submits much belongs in task context.
  */
 struct mq_bio {
 	uint64_t sector;		/* start, 512-byte sectors */
@@ -253,7 +257,10 @@ struct mq_queue_config {
 };
 
 struct mq_dev;
-/* Create a queue on @dev; NULL on failure (bad elevator name, memory). */
+/*
+ * Create a queue on @dev; NULL on failure (bad elevator name, memory, a
+ * polled device whose driver has no poll).
+ */
 struct mq_queue *mq_queue_create(struct mq_dev *dev,
 				 const struct mq_queue_config *cfg);
 /* Destroy: all I/O must have completed; checks every balance counter. */
@@ -261,6 +268,9 @@ void mq_queue_destroy(struct mq_queue *q);
 void mq_submit_bio(struct mq_queue *q, struct mq_bio *bio);
 
 const char *mq_queue_elevator_name(const struct mq_queue *q);
+/* The device's size and logical block size, for the filesystem. */
+uint64_t mq_queue_size_bytes(const struct mq_queue *q);
+uint32_t mq_queue_logical_block_size(const struct mq_queue *q);
 /* Drain, switch, resume.  -EINVAL for an unknown elevator. */
 int mq_queue_switch_elevator(struct mq_queue *q, const char *name);
 /* Elevator and queue tunables in the kernel's sysfs vocabulary. */
@@ -306,7 +316,36 @@ struct mq_queue_stats {
 int mq_queue_get_stats(struct mq_queue *q, int hctx,
 		       struct mq_queue_stats *out);
 
-/* Block until every submitted request has completed. */
+/* Print the summed statistics as text (the daemon's exit report). */
+void mq_queue_stats_print(struct mq_queue *q, FILE *out);
+
+/* Block until every submitted request has completed (a polled queue is
+ * polled meanwhile). */
 void mq_queue_drain(struct mq_queue *q);
+
+/*
+ * mq_queue_poll - reap completions in the calling thread (polled queues).
+ * @q:            a queue on a polled device (io_uring with caller_reap)
+ * @min_complete: 0: complete what is ready and return; > 0: block in the
+ *                kernel until at least that many requests completed, or
+ *                until nothing of the hardware queue is in flight
+ *
+ * Flushes the caller's plug, then reaps the hardware queue the calling
+ * thread submits to (its software context's), running the bios' end_io
+ * here - possibly those of other threads sharing that hardware queue.
+ * Threads sharing it poll one at a time; what another reaped while the
+ * caller waited for its turn counts towards @min_complete (the caller's
+ * bios may have been among them), but not in the return value.
+ * On a polled queue nothing else reaps: a thread that waits for its I/O
+ * must poll (the kernel's HCTX_TYPE_POLL with io_uring's iopoll).  Waits
+ * inside the block layer (tags, drain, freeze) poll by themselves.
+ * Context: any thread holding no block-layer lock; an end_io included.
+ * Return: requests completed by this call - fewer than @min_complete
+ * only when the hardware queue ran out of requests in flight or another
+ * poller completed some - or -EOPNOTSUPP when @q is not a polled queue
+ * (the driver has no ->poll, or the device was not opened caller-reaped),
+ * or another -errno.
+ */
+int mq_queue_poll(struct mq_queue *q, unsigned min_complete);
 
 #endif /* MQFS_BLK_H */

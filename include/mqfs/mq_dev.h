@@ -8,7 +8,8 @@
  * that queue is serialised), so a driver may keep per-queue state such as
  * an io_uring without locks on the submission side.  Completions may be
  * reported from any thread with mq_complete_request() or, for a batch,
- * mq_complete_batch().
+ * mq_complete_batch(); a polled device (mq_dev.polled) reports them only
+ * from its ->poll, in the thread that polls.
  */
 #ifndef MQFS_MQ_DEV_H
 #define MQFS_MQ_DEV_H
@@ -67,6 +68,20 @@ struct mq_dev_ops {
 	/* Optional.  Add this queue's completion-side figures to @s. */
 	void (*queue_stats)(struct mq_dev *dev, void *priv,
 			    struct mq_dev_queue_stats *s);
+	/*
+	 * Optional; required when the device sets mq_dev.polled.  Reap the
+	 * completions of @hctx and complete their requests in the calling
+	 * thread (end_io runs here).  With @min_complete > 0 block until at
+	 * least that many requests of @hctx completed during the call (here,
+	 * or in another thread's poll the caller waited for), or until
+	 * nothing of @hctx is in flight any more; 0 only takes what is
+	 * ready.  Returns the requests completed here, -EOPNOTSUPP when
+	 * @hctx is not a polled queue, or another -errno.  Context: any
+	 * thread, without block-layer locks; concurrent pollers of one
+	 * queue are the driver's to serialise, and a poll from inside an
+	 * end_io it runs must work.
+	 */
+	int (*poll)(struct mq_hw_queue *hctx, unsigned min_complete);
 	/* Required.  Release the device; every queue has exited. */
 	void (*close)(struct mq_dev *dev);
 };
@@ -76,6 +91,12 @@ struct mq_dev {
 	char name[64];
 	struct mq_dev_geometry geo;
 	size_t rq_pdu_size;		/* driver context bytes per request */
+	/*
+	 * Set by the driver at open: its queues complete only inside ->poll
+	 * (the kernel's HCTX_TYPE_POLL), nothing reaps them otherwise.  The
+	 * core then polls where it would sleep waiting for completions.
+	 */
+	bool polled;
 };
 
 /* For drivers. */
@@ -119,6 +140,12 @@ struct mq_uring_config {
 	bool sqpoll;			/* kernel submission thread */
 	bool iopoll;			/* polled completions (poll queues) */
 	bool no_fixed_files;		/* do not register the fd */
+	/*
+	 * No reaper thread: completions are reaped by the threads that wait
+	 * for them, through mq_queue_poll() (and the core's own waits).  The
+	 * device is then mq_dev.polled; it combines with iopoll.
+	 */
+	bool caller_reap;
 };
 
 /* NULL with *err = -errno on failure, after a message on stderr. */
@@ -192,8 +219,8 @@ struct mq_fault_stats {
  * after it.  Geometry is @lower's, with cfg->queue_depth if set and at
  * most 32 bios per request.
  * Context: process; no queue of the fault device exists yet.
- * Return: the device, or NULL (invalid @cfg, no memory, no queue) after
- * a message on stderr.
+ * Return: the device, or NULL (invalid @cfg, no memory, no queue, a
+ * polled @lower) after a message on stderr.
  */
 struct mq_dev *mq_fault_open(struct mq_dev *lower,
 			     const struct mq_fault_config *cfg);

@@ -731,6 +731,13 @@ struct mq_dev *mq_fault_open(struct mq_dev *lower,
 		fprintf(stderr, "mqfs: fault: invalid configuration\n");
 		return NULL;
 	}
+	if (lower->polled) {
+		/* Its clones would complete only if our worker polled. */
+		fprintf(stderr, "mqfs: fault: %s is a polled (caller-reaped) "
+			"device: not supported below a fault device\n",
+			lower->name);
+		return NULL;
+	}
 	fd = calloc(1, sizeof(*fd));
 	if (!fd)
 		return NULL;

@@ -15,6 +15,12 @@
  * batches and completes the requests as one batch.  Short transfers are
  * finished synchronously (they happen only at end of file or on signals);
  * a short read at end of file is zero-filled, as a block device would.
+ *
+ * Caller-reaped rings (caller_reap) have no reaper: the device is polled
+ * (mq_dev.polled) and the threads that wait reap through ->poll, one at a
+ * time per ring under poll_lock, blocking in io_uring_enter(GETEVENTS) as
+ * fio's single thread does.  @inflight counts the CQEs still to come, so a
+ * poller never waits on a ring that owes it nothing.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -45,11 +51,21 @@ struct uring_queue {
 	unsigned index;
 	struct io_uring ring;
 	unsigned unsubmitted;		/* SQEs prepared, not yet submitted */
+	unsigned prepared;		/* SQEs not yet counted in @inflight */
+	_Atomic unsigned inflight;	/* CQEs owed: SQEs made visible - reaped */
 	pthread_t reaper;
 	bool reaper_running;
-	_Atomic uint64_t reaps, reaped;	/* reaper runs, CQEs completed */
+	/* caller_reap: one poller at a time; @poll_owner names it. */
+	pthread_mutex_t poll_lock;
+	_Atomic(const void *) poll_owner;
+	_Atomic uint64_t reaps, reaped;	/* reap runs, requests completed */
 	_Atomic pid_t reaper_tid;
 };
+
+/* Its address names the calling thread (poll_owner). */
+static _Thread_local char uring_self;
+/* poll_locks this thread holds (rings whose completions it is running). */
+static _Thread_local unsigned uring_polls_held;
 
 static const struct mq_dev_ops uring_ops;
 
@@ -176,15 +192,57 @@ static int uring_prep(struct uring_queue *uq, struct io_uring_sqe *sqe,
 	return 0;
 }
 
-static unsigned uring_reap(struct uring_queue *uq, bool *stop);
+static unsigned uring_reap(struct uring_queue *uq, bool *stop,
+			   unsigned *completed);
+static int uring_poll_locked(struct uring_queue *uq, unsigned min_complete);
 
 /*
- * The doorbell.  A full completion queue makes the kernel refuse new work
- * for a moment (-EBUSY); the reaper is draining it, so retry - unless this
- * is the reaper itself (a completion restarted the queue): then drain here.
+ * The kernel refused new work for a moment (-EBUSY/-EAGAIN: a full
+ * completion queue).  With a reaper, it is draining: retry - unless this
+ * is the reaper itself (a completion restarted the queue), which drains
+ * here.  Caller-reaped, the submitter drains: inside a poll of its own
+ * (an end_io submitted) directly, else when no other thread is polling;
+ * one that is will drain it for us.
+ */
+static void uring_submit_busy(struct uring_queue *uq)
+{
+	bool stop = false;
+	unsigned nr;
+
+	if (uq->reaper_running) {
+		if (pthread_equal(pthread_self(), uq->reaper))
+			uring_reap(uq, &stop, &nr);
+		else
+			sched_yield();
+		return;
+	}
+	if (atomic_load(&uq->poll_owner) == &uring_self) {
+		uring_reap(uq, &stop, &nr);
+	} else if (!pthread_mutex_trylock(&uq->poll_lock)) {
+		atomic_store(&uq->poll_owner, &uring_self);
+		uring_polls_held++;
+		nr = (unsigned)MQ_MAX(uring_poll_locked(uq, 0), 0);
+		uring_polls_held--;
+		atomic_store(&uq->poll_owner, NULL);
+		pthread_mutex_unlock(&uq->poll_lock);
+		if (!nr)
+			sched_yield();
+	} else {
+		sched_yield();
+	}
+}
+
+/*
+ * The doorbell.  SQEs are counted in @inflight before they become visible
+ * to the kernel, so a poller never misses one (it may briefly wait for
+ * one still being submitted, which this loop always finishes).
  */
 static void uring_submit(struct uring_queue *uq)
 {
+	if (uq->prepared) {
+		atomic_fetch_add(&uq->inflight, uq->prepared);
+		uq->prepared = 0;
+	}
 	while (uq->unsubmitted) {
 		int ret = io_uring_submit(&uq->ring);
 
@@ -199,13 +257,7 @@ static void uring_submit(struct uring_queue *uq)
 				uq->ud->dev.name, uq->index, strerror(-ret));
 			abort();
 		}
-		if (uq->reaper_running && pthread_equal(pthread_self(), uq->reaper)) {
-			bool stop = false;
-
-			uring_reap(uq, &stop);
-		} else {
-			sched_yield();
-		}
+		uring_submit_busy(uq);
 	}
 }
 
@@ -230,16 +282,17 @@ static int uring_queue_rq(struct mq_hw_queue *hctx, struct mq_request *rq,
 		if (!sqe)
 			return MQ_DEV_BUSY;
 	}
+	uq->prepared++;
+	uq->unsubmitted++;
 	ret = uring_prep(uq, sqe, rq);
 	if (ret) {
+		/* The SQE is taken: a NOP stands in, its CQE is skipped. */
 		io_uring_prep_nop(sqe);
 		io_uring_sqe_set_data(sqe, NULL);
-		return ret;
 	}
-	uq->unsubmitted++;
 	if (last)
 		uring_submit(uq);
-	return 0;
+	return ret;
 }
 
 static void uring_commit_rqs(struct mq_hw_queue *hctx)
@@ -302,8 +355,12 @@ static int uring_cqe_status(struct uring_dev *ud, struct mq_request *rq,
 	return 0;
 }
 
-/* Take every ready CQE (up to a batch) and complete them together. */
-static unsigned uring_reap(struct uring_queue *uq, bool *stop)
+/*
+ * Take every ready CQE (up to a batch) and complete them together; adds
+ * the requests completed to *@completed and returns the CQEs consumed.
+ */
+static unsigned uring_reap(struct uring_queue *uq, bool *stop,
+			   unsigned *completed)
 {
 	struct io_uring_cqe *cqes[URING_REAP_BATCH];
 	struct mq_request *rqs[URING_REAP_BATCH];
@@ -323,6 +380,9 @@ static unsigned uring_reap(struct uring_queue *uq, bool *stop)
 		rqs[nr++] = rq;
 	}
 	io_uring_cq_advance(&uq->ring, n);
+	if (n)
+		atomic_fetch_sub(&uq->inflight, n);
+	*completed += nr;
 	if (nr) {
 		atomic_fetch_add_explicit(&uq->reaps, 1, memory_order_relaxed);
 		atomic_fetch_add_explicit(&uq->reaped, nr, memory_order_relaxed);
@@ -335,6 +395,7 @@ static void *uring_reaper_main(void *arg)
 {
 	struct uring_queue *uq = arg;
 	bool stop = false;
+	unsigned nr = 0;
 
 	atomic_store(&uq->reaper_tid, mq_thread_id());
 	while (!stop) {
@@ -348,10 +409,84 @@ static void *uring_reaper_main(void *arg)
 				uq->ud->dev.name, uq->index, strerror(-ret));
 			break;
 		}
-		while (uring_reap(uq, &stop) == URING_REAP_BATCH)
+		while (uring_reap(uq, &stop, &nr) == URING_REAP_BATCH)
 			;
 	}
 	return NULL;
+}
+
+/*
+ * Reap until @min_complete requests have completed or the ring owes no
+ * more CQEs, blocking in the kernel for what is missing.  The caller owns
+ * poll_lock.  An IOPOLL ring finds completions only by entering the
+ * kernel, so a non-blocking poll enters once.
+ */
+static int uring_poll_locked(struct uring_queue *uq, unsigned min_complete)
+{
+	unsigned done = 0;
+	bool stop = false;
+
+	if (!min_complete && uq->ud->cfg.iopoll)
+		io_uring_get_events(&uq->ring);
+	for (;;) {
+		struct io_uring_cqe *cqe;
+		unsigned owed;
+		int ret;
+
+		if (uring_reap(uq, &stop, &done) == URING_REAP_BATCH)
+			continue;
+		owed = atomic_load(&uq->inflight);
+		if (done >= min_complete || !owed)
+			return (int)done;
+		ret = io_uring_wait_cqe_nr(&uq->ring, &cqe,
+					   MQ_MIN(min_complete - done, owed));
+		if (ret < 0 && ret != -EINTR && ret != -EAGAIN) {
+			fprintf(stderr, "mqfs: uring %s q%u: poll: %s\n",
+				uq->ud->dev.name, uq->index, strerror(-ret));
+			return done ? (int)done : ret;
+		}
+	}
+}
+
+/*
+ * From an end_io this thread runs inside its own poll of this ring: go on
+ * under that hold.  Inside a poll of another ring, never wait for this
+ * one's lock (two pollers would take them in opposite orders): when
+ * another thread holds it, that thread is reaping; report nothing.
+ * Completions another poller reaped while we waited for the lock count
+ * towards @min_complete: the caller's may be among them.
+ */
+static int uring_poll_queue(struct uring_queue *uq, unsigned min_complete)
+{
+	uint64_t seen = atomic_load(&uq->reaped), others;
+	int ret;
+
+	if (atomic_load(&uq->poll_owner) == &uring_self)
+		return uring_poll_locked(uq, min_complete);
+	if (uring_polls_held) {
+		if (pthread_mutex_trylock(&uq->poll_lock))
+			return 0;
+	} else {
+		pthread_mutex_lock(&uq->poll_lock);
+	}
+	others = atomic_load(&uq->reaped) - seen;
+	min_complete -= (unsigned)MQ_MIN(others, (uint64_t)min_complete);
+	atomic_store(&uq->poll_owner, &uring_self);
+	uring_polls_held++;
+	ret = uring_poll_locked(uq, min_complete);
+	uring_polls_held--;
+	atomic_store(&uq->poll_owner, NULL);
+	pthread_mutex_unlock(&uq->poll_lock);
+	return ret;
+}
+
+static int uring_poll(struct mq_hw_queue *hctx, unsigned min_complete)
+{
+	struct uring_queue *uq = mq_hctx_driver_data(hctx);
+
+	if (!uq->ud->cfg.caller_reap)
+		return -EOPNOTSUPP;
+	return uring_poll_queue(uq, min_complete);
 }
 
 static int uring_ring_init(struct uring_dev *ud, struct uring_queue *uq)
@@ -424,31 +559,53 @@ static int uring_queue_init(struct mq_dev *dev, unsigned index, void **priv)
 		free(uq);
 		return ret;
 	}
-	ret = -pthread_create(&uq->reaper, NULL, uring_reaper_main, uq);
-	if (ret) {
-		io_uring_queue_exit(&uq->ring);
-		free(uq);
-		return ret;
+	pthread_mutex_init(&uq->poll_lock, NULL);
+	if (!ud->cfg.caller_reap) {
+		ret = -pthread_create(&uq->reaper, NULL, uring_reaper_main, uq);
+		if (ret) {
+			pthread_mutex_destroy(&uq->poll_lock);
+			io_uring_queue_exit(&uq->ring);
+			free(uq);
+			return ret;
+		}
+		uq->reaper_running = true;
 	}
-	uq->reaper_running = true;
 	ud->queues[index] = uq;
 	*priv = uq;
 	return 0;
 }
 
-/* All requests have completed: stop the reaper with a NOP it recognises. */
-static void uring_queue_exit(struct mq_dev *dev, unsigned index, void *priv)
+/* A reaper ends when it reaps a NOP it recognises. */
+static void uring_reaper_stop(struct uring_queue *uq)
 {
-	struct uring_queue *uq = priv;
 	struct io_uring_sqe *sqe = io_uring_get_sqe(&uq->ring);
 
 	if (sqe) {
 		io_uring_prep_nop(sqe);
 		io_uring_sqe_set_data(sqe, URING_STOP);
+		uq->prepared++;
 		uq->unsubmitted++;
 		uring_submit(uq);
 	}
 	pthread_join(uq->reaper, NULL);
+}
+
+/*
+ * All requests have completed.  Stop the reaper, or, caller-reaped, take
+ * the CQEs still owed (those of NOPs that stood in for a failed prep):
+ * no thread may be inside a poll of this queue any more.
+ */
+static void uring_queue_exit(struct mq_dev *dev, unsigned index, void *priv)
+{
+	struct uring_queue *uq = priv;
+
+	if (uq->reaper_running) {
+		uring_reaper_stop(uq);
+	} else {
+		uring_submit(uq);
+		while (atomic_load(&uq->inflight))
+			uring_poll_queue(uq, 1);
+	}
 	/*
 	 * Ring teardown is asynchronous in the kernel and a registered file
 	 * would keep the device's exclusive claim alive after close():
@@ -459,6 +616,7 @@ static void uring_queue_exit(struct mq_dev *dev, unsigned index, void *priv)
 	if (uq->ud->nr_bufs)
 		io_uring_unregister_buffers(&uq->ring);
 	io_uring_queue_exit(&uq->ring);
+	pthread_mutex_destroy(&uq->poll_lock);
 	to_uring(dev)->queues[index] = NULL;
 	free(uq);
 }
@@ -490,6 +648,7 @@ static const struct mq_dev_ops uring_ops = {
 	.queue_rq = uring_queue_rq,
 	.commit_rqs = uring_commit_rqs,
 	.queue_stats = uring_queue_stats,
+	.poll = uring_poll,
 	.close = uring_close,
 };
 
@@ -555,6 +714,7 @@ struct mq_dev *mq_uring_open(const char *path, const struct mq_uring_config *cfg
 	ud->dev.geo.max_segments = URING_MAX_SEGS;
 	ud->dev.ops = &uring_ops;
 	ud->dev.rq_pdu_size = sizeof(struct uring_cmd);
+	ud->dev.polled = ud->cfg.caller_reap;
 	ud->queues = calloc(ud->dev.geo.nr_hw_queues, sizeof(*ud->queues));
 	if (!ud->queues) {
 		ret = -ENOMEM;

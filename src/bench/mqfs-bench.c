@@ -6,9 +6,12 @@
  * submitting whatever has completed in plugged batches of --plug bios.
  * Completions run wherever the device reaps them; they hand the bio back
  * to its job through a lock-free stack and wake the job only when it
- * sleeps.  Results: IOPS, bandwidth, latency percentiles and the block
- * layer's own statistics (merges, dispatch size, tags per allocation
- * call), with context switches and CPU time per I/O from getrusage.
+ * sleeps.  With --poll nothing reaps but the jobs: one that waits calls
+ * mq_queue_poll() on its own hardware queue instead of sleeping, and the
+ * completions run in its thread.  Results: IOPS, bandwidth, latency
+ * percentiles and the block layer's own statistics (merges, dispatch
+ * size, tags per allocation call), with context switches and CPU time
+ * per I/O from getrusage.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -20,6 +23,7 @@
 #include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
+#include <time.h>
 #include <unistd.h>
 #include "mqfs/clock.h"
 #include "mqfs/mq_dev.h"
@@ -53,9 +57,10 @@ struct bench {
 	struct bench_job *jobs;
 };
 
-static long futex(_Atomic uint32_t *addr, int op, uint32_t val)
+static long futex(_Atomic uint32_t *addr, int op, uint32_t val,
+		  const struct timespec *timeout)
 {
-	return syscall(SYS_futex, addr, op, val, NULL, NULL, 0);
+	return syscall(SYS_futex, addr, op, val, timeout, NULL, 0);
 }
 
 static void bench_end_io(struct mq_bio *bio)
@@ -78,7 +83,7 @@ static void bench_end_io(struct mq_bio *bio)
 			memory_order_release, memory_order_relaxed));
 	if (atomic_load_explicit(&job->waiting, memory_order_seq_cst) &&
 	    atomic_exchange(&job->waiting, 0))
-		futex(&job->waiting, FUTEX_WAKE_PRIVATE, 1);
+		futex(&job->waiting, FUTEX_WAKE_PRIVATE, 1, NULL);
 }
 
 static uint64_t bench_rand(struct bench_job *job)
@@ -155,9 +160,30 @@ static void bench_submit(struct bench_job *job, struct bench_io *list,
 	}
 }
 
-/* Take completed bios; sleep until one completes when there are none. */
+/* --poll: reap our hardware queue; completions of this call or -errno. */
+static int bench_poll(struct bench_job *job)
+{
+	int ret = mq_queue_poll(job->b->q, 1);
+
+	if (ret < 0) {
+		fprintf(stderr, "mqfs-bench: job %u: poll: %s\n", job->id,
+			strerror(-ret));
+		exit(1);
+	}
+	return ret;
+}
+
+/*
+ * Take completed bios; when there are none, poll (--poll) or sleep until
+ * one completes.  A poll that completed nothing means our bios are not
+ * in the ring: in the completion worker (--complete-in-task), or reaped
+ * by a job sharing the queue.  Sleep then, but only 1 ms at a time with
+ * --poll, in case some were still in flight with nobody left to poll.
+ */
 static struct bench_io *bench_reap(struct bench_job *job, bool wait)
 {
+	static const struct timespec poll_nap = { .tv_nsec = 1000000 };
+	bool poll = job->b->o.poll;
 	struct bench_io *list;
 
 	for (;;) {
@@ -165,12 +191,15 @@ static struct bench_io *bench_reap(struct bench_job *job, bool wait)
 						memory_order_acquire);
 		if (list || !wait)
 			return list;
+		if (poll && bench_poll(job) > 0)
+			continue;
 		atomic_store(&job->waiting, 1);
 		if (atomic_load(&job->done)) {
 			atomic_store(&job->waiting, 0);
 			continue;
 		}
-		futex(&job->waiting, FUTEX_WAIT_PRIVATE, 1);
+		futex(&job->waiting, FUTEX_WAIT_PRIVATE, 1,
+		      poll ? &poll_nap : NULL);
 		atomic_store(&job->waiting, 0);
 	}
 }
@@ -288,7 +317,8 @@ static struct mq_dev *bench_open_dev(struct bench_opts *o)
 		return mq_null_open(&nc);
 	}
 	struct mq_uring_config uc = { .queue_depth = o->dev_qd,
-				      .sqpoll = o->sqpoll };
+				      .sqpoll = o->sqpoll,
+				      .caller_reap = o->poll };
 	struct mq_dev *dev;
 	int err;
 
@@ -298,6 +328,21 @@ static struct mq_dev *bench_open_dev(struct bench_opts *o)
 	if (!o->size || o->size > dev->geo.size_bytes)
 		o->size = dev->geo.size_bytes;
 	return dev;
+}
+
+/* The device may offer fewer queues than asked: --poll jobs then share. */
+static void bench_check_queues(struct bench *b)
+{
+	char buf[32];
+
+	if (!b->o.poll || mq_queue_attr_show(b->q, "nr_hw_queues", buf,
+					     sizeof(buf)))
+		return;
+	if (strtoul(buf, NULL, 10) < b->o.jobs)
+		fprintf(stderr, "mqfs-bench: %s offers %lu hardware queue(s) "
+			"for %u jobs: polling jobs share them and reap each "
+			"other's completions\n", b->o.dev,
+			strtoul(buf, NULL, 10), b->o.jobs);
 }
 
 static int bench_open(struct bench *b)
@@ -325,6 +370,7 @@ static int bench_open(struct bench *b)
 		mq_dev_close(b->dev);
 		return -EINVAL;
 	}
+	bench_check_queues(b);
 	snprintf(delay, sizeof(delay), "%u", o->complete_delay_us);
 	return mq_queue_attr_store(b->q, "complete_delay_us", delay);
 }

@@ -47,6 +47,9 @@ static void usage(FILE *f)
 "  --nomerges            A/B: no merging at all\n"
 "  --seed N              random offsets seed (default 1)\n"
 "  --sqpoll              io_uring: kernel submission thread\n"
+"  --poll                io_uring: no reaper thread; a job that waits reaps\n"
+"                        its own hardware queue (mq_queue_poll), as fio's\n"
+"                        thread does; --nr-hw-queues defaults to --jobs\n"
 "  --fixedbufs           io_uring: register the I/O buffers\n"
 "  --complete-in-task    end bios in the completion worker (task context)\n"
 "  --complete-delay-us N completion worker batching delay (default 1000)\n"
@@ -100,7 +103,7 @@ enum {
 	O_DEV = 256, O_LAT, O_DEVQD, O_SCHED, O_RW, O_MIX, O_BS, O_QD, O_JOBS,
 	O_RUNTIME, O_SIZE, O_PLUG, O_NRHW, O_NRREQ, O_QDEPTH, O_EAGER,
 	O_ASYNC, O_SINGLE, O_NOMERGE, O_SEED, O_JSON, O_HELP, O_SQPOLL,
-	O_TASK, O_DELAY, O_FIXEDBUFS,
+	O_TASK, O_DELAY, O_FIXEDBUFS, O_POLL,
 };
 
 static const struct option long_opts[] = {
@@ -118,7 +121,8 @@ static const struct option long_opts[] = {
 	{ "help", 0, NULL, O_HELP }, { "sqpoll", 0, NULL, O_SQPOLL },
 	{ "complete-in-task", 0, NULL, O_TASK },
 	{ "complete-delay-us", 1, NULL, O_DELAY },
-	{ "fixedbufs", 0, NULL, O_FIXEDBUFS }, { NULL, 0, NULL, 0 },
+	{ "fixedbufs", 0, NULL, O_FIXEDBUFS }, { "poll", 0, NULL, O_POLL },
+	{ NULL, 0, NULL, 0 },
 };
 
 static int set_opt(struct bench_opts *o, int c, const char *arg)
@@ -156,11 +160,36 @@ static int set_opt(struct bench_opts *o, int c, const char *arg)
 	case O_SEED: return parse_size(arg, &o->seed);
 	case O_JSON: o->json = true; return 0;
 	case O_SQPOLL: o->sqpoll = true; return 0;
+	case O_POLL: o->poll = true; return 0;
 	case O_FIXEDBUFS: o->fixedbufs = true; return 0;
 	case O_TASK: o->complete_in_task = true; return 0;
 	case O_DELAY: return parse_uint(arg, &o->complete_delay_us);
 	default: return -EINVAL;
 	}
+}
+
+/*
+ * --poll: each job reaps the hardware queue it submits to, so each gets
+ * one of its own (threads take queues in arrival order).
+ */
+static int bench_check_poll(struct bench_opts *o)
+{
+	if (!o->poll)
+		return 0;
+	if (!strcmp(o->dev, "null") || !strcmp(o->dev, "ram")) {
+		fprintf(stderr, "mqfs-bench: --poll needs a path (io_uring) "
+			"device\n");
+		return -EINVAL;
+	}
+	if (!o->nr_hw_queues)
+		o->nr_hw_queues = o->jobs;
+	if (o->nr_hw_queues < o->jobs) {
+		fprintf(stderr, "mqfs-bench: --poll: --nr-hw-queues %u < --jobs "
+			"%u (each job polls a hardware queue of its own)\n",
+			o->nr_hw_queues, o->jobs);
+		return -EINVAL;
+	}
+	return 0;
 }
 
 int bench_parse_opts(int argc, char **argv, struct bench_opts *o)
@@ -190,5 +219,5 @@ int bench_parse_opts(int argc, char **argv, struct bench_opts *o)
 			argv[optind]);
 		return -EINVAL;
 	}
-	return 0;
+	return bench_check_poll(o);
 }

@@ -63,10 +63,12 @@ static void report_json(const struct bench_opts *o, const struct bench_result *r
 
 	printf("{\n  \"dev\": \"%s\", \"dev_lat_us\": %" PRIu64 ", \"sched\": \"%s\",\n"
 	       "  \"rw\": \"%s\", \"bs\": %u, \"qd\": %u, \"jobs\": %u, \"plug\": %u,\n"
-	       "  \"eager_dispatch\": %s, \"async_run\": %s, \"single_tag\": %s,\n",
+	       "  \"eager_dispatch\": %s, \"async_run\": %s, \"single_tag\": %s,"
+	       " \"poll\": %s,\n",
 	       o->dev, o->dev_lat_us, o->sched, bench_rw_name(o->rw), o->bs,
 	       o->qd, o->jobs, o->plug, o->eager_dispatch ? "true" : "false",
-	       o->async_run ? "true" : "false", o->single_tag ? "true" : "false");
+	       o->async_run ? "true" : "false", o->single_tag ? "true" : "false",
+	       o->poll ? "true" : "false");
 	printf("  \"runtime_s\": %.3f, \"ios\": %" PRIu64 ", \"errors\": %" PRIu64 ",\n"
 	       "  \"iops\": %.0f, \"bw_mib_s\": %.1f,\n"
 	       "  \"lat_ns\": { \"mean\": %.0f, \"p50\": %" PRIu64 ", \"p99\": %" PRIu64
@@ -103,10 +105,11 @@ static void report_json(const struct bench_opts *o, const struct bench_result *r
 static void report_text(const struct bench_opts *o, const struct bench_result *r,
 			const struct bench_figures *f)
 {
-	printf("mqfs-bench: dev=%s lat=%" PRIu64 "us sched=%s rw=%s bs=%u qd=%u jobs=%u plug=%u%s%s%s\n",
+	printf("mqfs-bench: dev=%s lat=%" PRIu64 "us sched=%s rw=%s bs=%u qd=%u jobs=%u plug=%u%s%s%s%s\n",
 	       o->dev, o->dev_lat_us, o->sched, bench_rw_name(o->rw), o->bs,
 	       o->qd, o->jobs, o->plug, o->eager_dispatch ? " eager-dispatch" : "",
-	       o->async_run ? " async-run" : "", o->single_tag ? " single-tag" : "");
+	       o->async_run ? " async-run" : "", o->single_tag ? " single-tag" : "",
+	       o->poll ? " poll" : "");
 	printf("  iops=%.0f bw=%.1fMiB/s ios=%" PRIu64 " errors=%" PRIu64 " runtime=%.2fs\n",
 	       f->iops, f->mib_s, f->ios, r->errors, r->elapsed_s);
 	printf("  lat(ns): mean=%.0f p50=%" PRIu64 " p99=%" PRIu64 " p99.9=%" PRIu64 "\n",

@@ -30,119 +30,24 @@
  * removed at exit.  The program exits 77 only when mq_uring_probe() says
  * io_uring is unusable here.  Built with -fsanitize=thread, it interposes
  * two liburing calls to tell ThreadSanitizer about the ordering the kernel
- * gives between submission and completion (see below).
+ * gives between submission and completion (t_uring.h).  The caller-reaped
+ * (polled) mode has its own program, test_uring_poll.c.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
-#include <check.h>
 #include <dirent.h>
-#include <errno.h>
-#include <fcntl.h>
-#include <ftw.h>
-#include <limits.h>
 #include <linux/fs.h>
 #include <pthread.h>
-#include <stdarg.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
 #include <sys/ioctl.h>
-#include <sys/stat.h>
-#include <sys/types.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
-#include "t_util.h"
+static const char *const g_prog = "test_uring";
 
-#define KiB		1024u
-#define MiB		(1024u * 1024u)
-#define UR_ALIGN	4096u
+#include "t_uring.h"
 
 static const char *const elv_names[] = { "mq-deadline", "none" };
 
-static char g_dir[PATH_MAX / 2];	/* this run's temp directory */
-static pid_t g_main_pid;
-static unsigned g_file_seq;
-
-/* ---- ThreadSanitizer and io_uring ------------------------------------- */
-
-#if defined(__SANITIZE_THREAD__)
-#include <dlfcn.h>
-#include <liburing.h>
-
-/*
- * ThreadSanitizer cannot see the ordering io_uring provides: a request
- * prepared and submitted by one thread is read by the ring's reaper after
- * its CQE arrives, with only the kernel in between (liburing makes raw
- * system calls), so every request and bio field looks raced.  Model the
- * kernel's ordering in TSan builds only: a submission releases the ring,
- * a reap acquires it, by interposing the library's exported functions.
- */
-void __tsan_acquire(void *addr);
-void __tsan_release(void *addr);
-
-static int (*real_submit)(struct io_uring *);
-static unsigned (*real_peek_batch)(struct io_uring *, struct io_uring_cqe **,
-				   unsigned);
-
-int io_uring_submit(struct io_uring *ring)
-{
-	__tsan_release(ring);
-	return real_submit(ring);
-}
-
-unsigned io_uring_peek_batch_cqe(struct io_uring *ring,
-				 struct io_uring_cqe **cqes, unsigned count)
-{
-	unsigned n = real_peek_batch(ring, cqes, count);
-
-	__tsan_acquire(ring);
-	return n;
-}
-
-static void tsan_hooks_init(void)
-{
-	real_submit = (int (*)(struct io_uring *))dlsym(RTLD_NEXT,
-							"io_uring_submit");
-	real_peek_batch = (unsigned (*)(struct io_uring *,
-					struct io_uring_cqe **, unsigned))
-		dlsym(RTLD_NEXT, "io_uring_peek_batch_cqe");
-	if (!real_submit || !real_peek_batch) {
-		fprintf(stderr, "test_uring: liburing symbols not found\n");
-		exit(99);
-	}
-}
-#else
-static void tsan_hooks_init(void)
-{
-}
-#endif
-
 /* ---- small helpers ---------------------------------------------------- */
-
-static void *ur_alloc(size_t n)
-{
-	void *p = NULL;
-
-	t_check(posix_memalign(&p, UR_ALIGN, n) == 0 && p, "posix_memalign %zu",
-		n);
-	return p;
-}
-
-/* A fresh sparse file of @size bytes in the run's directory. */
-static void ur_file(char *path, size_t len, const char *tag, off_t size)
-{
-	int fd;
-
-	snprintf(path, len, "%s/%s.%d.%u", g_dir, tag, (int)getpid(),
-		 g_file_seq++);
-	fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-	t_check(fd >= 0, "create %s: %s", path, strerror(errno));
-	t_check(ftruncate(fd, size) == 0, "ftruncate %s: %s", path,
-		strerror(errno));
-	close(fd);
-}
 
 static struct stat ur_stat(const char *path)
 {
@@ -165,43 +70,6 @@ static unsigned ur_count_fds(void)
 	return n;
 }
 
-/* Pattern: 8-byte words that depend on their absolute offset and a seed. */
-static uint64_t pat_word(uint64_t seed, uint64_t off)
-{
-	uint64_t x = (seed * 0x9e3779b97f4a7c15ull) ^ off;
-
-	x ^= x >> 31;
-	x *= 0xbf58476d1ce4e5b9ull;
-	x ^= x >> 27;
-	x *= 0x94d049bb133111ebull;
-	x ^= x >> 33;
-	return x | 1;		/* never a zero word: holes must show */
-}
-
-/* @off and @len multiples of 8. */
-static void pat_fill(void *buf, size_t len, uint64_t off, uint64_t seed)
-{
-	uint64_t *w = buf;
-
-	for (size_t i = 0; i < len / 8; i++)
-		w[i] = pat_word(seed, off + 8 * i);
-}
-
-/* Offset inside @buf of the first byte that differs, or -1. */
-static long pat_diff(const void *buf, size_t len, uint64_t off, uint64_t seed)
-{
-	const unsigned char *b = buf;
-
-	for (size_t i = 0; i < len; i += 8) {
-		uint64_t want = pat_word(seed, off + i);
-		size_t n = MQ_MIN((size_t)8, len - i);
-
-		if (memcmp(b + i, &want, n))
-			return (long)i;
-	}
-	return -1;
-}
-
 static long zero_diff(const void *buf, size_t len)
 {
 	const unsigned char *b = buf;
@@ -210,33 +78,6 @@ static long zero_diff(const void *buf, size_t len)
 		if (b[i])
 			return (long)i;
 	return -1;
-}
-
-/* The file's bytes [off, off + len) through the page cache. */
-static void file_read(const char *path, void *buf, size_t len, off_t off)
-{
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	ssize_t n;
-
-	t_check(fd >= 0, "open %s: %s", path, strerror(errno));
-	n = pread(fd, buf, len, off);
-	t_check(n == (ssize_t)len, "pread %s at %lld: %zd (%s)", path,
-		(long long)off, n, n < 0 ? strerror(errno) : "short");
-	close(fd);
-}
-
-static void file_check_pattern(const char *path, off_t off, size_t len,
-			       uint64_t seed, const char *what)
-{
-	unsigned char *buf = malloc(len);
-	long d;
-
-	t_check(buf != NULL, "malloc");
-	file_read(path, buf, len, off);
-	d = pat_diff(buf, len, (uint64_t)off, seed);
-	t_check(d < 0, "%s: file byte %lld differs", what,
-		(long long)off + d);
-	free(buf);
 }
 
 static void file_check_zero(const char *path, off_t off, size_t len,
@@ -281,80 +122,6 @@ static void cap_end(struct cap *c, char *out, size_t len)
 	fclose(c->tmp);
 }
 
-/* ---- bios ------------------------------------------------------------- */
-
-/*
- * A bio pool whose end_io touches the pool for the last time when it
- * counts the bio as ended, so the pool may be freed once all have.
- */
-struct ur_pool {
-	unsigned nr, submitted;
-	struct mq_bio *bios;
-	atomic_uint *done;
-	atomic_uint errors, ended;
-};
-
-static void ur_end_io(struct mq_bio *bio)
-{
-	struct ur_pool *p = bio->private;
-	unsigned i = (unsigned)(bio - p->bios);
-
-	if (bio->status)
-		atomic_fetch_add(&p->errors, 1);
-	atomic_fetch_add(&p->done[i], 1);
-	atomic_fetch_add(&p->ended, 1);		/* last touch of @p */
-}
-
-static bool ur_pool_init(struct ur_pool *p, unsigned nr)
-{
-	memset(p, 0, sizeof(*p));
-	p->nr = nr;
-	p->bios = calloc(nr, sizeof(*p->bios));
-	p->done = calloc(nr, sizeof(*p->done));
-	return p->bios && p->done;
-}
-
-static void ur_pool_free(struct ur_pool *p)
-{
-	free(p->bios);
-	free((void *)p->done);
-	memset(p, 0, sizeof(*p));
-}
-
-static void ur_submit(struct mq_queue *q, struct ur_pool *p, enum mq_op op,
-		      uint64_t off, uint32_t len, void *buf, unsigned flags)
-{
-	struct mq_bio *bio = &p->bios[p->submitted];
-
-	mq_bio_init(bio, op, off >> MQ_SECTOR_SHIFT, buf, len, ur_end_io, p);
-	bio->flags = (uint16_t)flags;
-	p->submitted++;
-	mq_submit_bio(q, bio);
-}
-
-/* Wait (bounded) for every submitted bio; false on timeout. */
-static bool ur_pool_wait(struct ur_pool *p)
-{
-	return t_wait_until(atomic_load(&p->ended) >= p->submitted);
-}
-
-/* Every submitted bio ended exactly once, none with an error. */
-static void ur_pool_check(struct ur_pool *p, const char *what)
-{
-	t_check(ur_pool_wait(p), "%s: only %u of %u bios ended", what,
-		atomic_load(&p->ended), p->submitted);
-	for (unsigned i = 0; i < p->submitted; i++)
-		t_check(atomic_load(&p->done[i]) == 1,
-			"%s: bio %u ended %u times", what, i,
-			atomic_load(&p->done[i]));
-	for (unsigned i = 0; i < p->submitted; i++)
-		t_check(p->bios[i].status == 0, "%s: bio %u status %d (%s)",
-			what, i, p->bios[i].status,
-			strerror(-p->bios[i].status));
-	t_check(atomic_load(&p->errors) == 0, "%s: %u errors", what,
-		atomic_load(&p->errors));
-}
-
 /* One bio, waited for; returns its status. */
 static int ur_sync(struct mq_queue *q, enum mq_op op, uint64_t off,
 		   uint32_t len, void *buf, unsigned flags)
@@ -394,28 +161,6 @@ static void ur_rw_range(struct mq_queue *q, enum mq_op op, uint64_t off,
 	}
 	ur_pool_check(&p, what);
 	ur_pool_free(&p);
-}
-
-/* ---- devices ---------------------------------------------------------- */
-
-static struct mq_dev *ur_open(const char *path, const struct mq_uring_config *uc)
-{
-	int err = 0;
-	struct mq_dev *dev = mq_uring_open(path, uc, &err);
-
-	t_check(dev != NULL, "mq_uring_open(%s): %s", path, strerror(-err));
-	return dev;
-}
-
-static struct mq_queue *ur_queue(struct mq_dev *dev, const char *elv,
-				 unsigned nr_hw_queues, unsigned queue_depth)
-{
-	struct mq_queue_config cfg = {
-		.elevator = elv, .nr_hw_queues = nr_hw_queues,
-		.queue_depth = queue_depth,
-	};
-
-	return t_queue_create(dev, &cfg);
 }
 
 /* Expect mq_uring_open to fail with @want (or @alt) and say why. */
@@ -1208,104 +953,6 @@ START_TEST(test_reopen_cycles)
 }
 END_TEST
 
-/* ---- a loop device ---------------------------------------------------- */
-
-#define LOOP_SIZE	(16 * MiB)
-
-static char g_loop[64];			/* attached by the fixture, or "" */
-static char g_loop_file[PATH_MAX];
-static char g_loop_why[160];		/* why there is no loop device */
-
-static int run_cmd(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static int run_cmd(const char *fmt, ...)
-{
-	char cmd[PATH_MAX + 128];
-	va_list ap;
-	int ret;
-
-	va_start(ap, fmt);
-	vsnprintf(cmd, sizeof(cmd), fmt, ap);
-	va_end(ap);
-	fflush(NULL);
-	ret = system(cmd);
-	return ret == -1 ? -1 : WIFEXITED(ret) ? WEXITSTATUS(ret) : 128;
-}
-
-/* Why a loop device cannot be made here, or NULL. */
-static const char *loop_unavailable(void)
-{
-	if (geteuid() != 0)
-		return "not root";
-	if (access("/dev/loop-control", F_OK))
-		return "no /dev/loop-control";
-	if (run_cmd("command -v losetup >/dev/null 2>&1"))
-		return "no losetup";
-	return NULL;
-}
-
-static void loop_detach(void)
-{
-	if (!g_loop[0])
-		return;
-	if (run_cmd("losetup -d '%s'", g_loop))
-		fprintf(stderr, "test_uring: losetup -d %s failed\n", g_loop);
-	/* A ring's teardown may hold it a moment: losetup autoclears then. */
-	for (int i = 0; i < 100 && !run_cmd("losetup -j '%s' | grep -q .",
-					     g_loop_file); i++)
-		usleep(50 * 1000);
-	g_loop[0] = '\0';
-}
-
-/* Unchecked fixture: runs in the parent, so teardown survives failures. */
-static void loop_setup(void)
-{
-	const char *why = loop_unavailable();
-	char out[PATH_MAX];
-	FILE *f;
-	int fd;
-
-	g_loop[0] = '\0';
-	if (why) {
-		snprintf(g_loop_why, sizeof(g_loop_why), "%s", why);
-		return;
-	}
-	snprintf(g_loop_file, sizeof(g_loop_file), "%s/loop-backing", g_dir);
-	snprintf(out, sizeof(out), "%s/losetup.out", g_dir);
-	fd = open(g_loop_file, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-	if (fd < 0 || ftruncate(fd, LOOP_SIZE)) {
-		snprintf(g_loop_why, sizeof(g_loop_why), "backing file: %s",
-			 strerror(errno));
-		if (fd >= 0)
-			close(fd);
-		return;
-	}
-	close(fd);
-	if (run_cmd("losetup --direct-io=on -f --show '%s' >'%s' 2>&1",
-		    g_loop_file, out)) {
-		snprintf(g_loop_why, sizeof(g_loop_why), "losetup failed");
-		unlink(out);
-		return;
-	}
-	f = fopen(out, "r");
-	if (f && fgets(g_loop, sizeof(g_loop), f))
-		g_loop[strcspn(g_loop, "\n")] = '\0';
-	if (f)
-		fclose(f);
-	unlink(out);
-	if (strncmp(g_loop, "/dev/", 5)) {
-		snprintf(g_loop_why, sizeof(g_loop_why),
-			 "losetup printed \"%s\"", g_loop);
-		g_loop[0] = '\0';
-	}
-}
-
-static void loop_teardown(void)
-{
-	loop_detach();
-	if (g_loop_file[0])
-		unlink(g_loop_file);
-}
-
 static long long sysfs_num(const char *dev, const char *attr)
 {
 	char path[PATH_MAX];
@@ -1353,7 +1000,7 @@ START_TEST(test_blockdev)
 
 	T_BEGIN();
 	if (!g_loop[0]) {
-		printf("test_uring: blockdev: skipped (%s)\n", g_loop_why);
+		printf("%s: blockdev: skipped (%s)\n", g_prog, g_loop_why);
 		free(buf);
 		return;
 	}
@@ -1474,7 +1121,7 @@ static Suite *uring_suite(void)
 	tc(s, "sqpoll", test_sqpoll, 2, 60);
 	tc(s, "reopen_cycles", test_reopen_cycles, 1, 60);
 	if (why) {
-		printf("test_uring: blockdev test skipped: %s\n", why);
+		printf("%s: blockdev test skipped: %s\n", g_prog, why);
 	} else {
 		c = tc(s, "blockdev", test_blockdev, 2, 120);
 		tcase_add_unchecked_fixture(c, loop_setup, loop_teardown);
@@ -1482,62 +1129,16 @@ static Suite *uring_suite(void)
 	return s;
 }
 
-static int rm_entry(const char *path, const struct stat *st, int flag,
-		    struct FTW *ftw)
-{
-	remove(path);
-	return 0;
-}
-
-/* At exit of the main process only (forked test children exit too). */
-static void cleanup(void)
-{
-	if (getpid() != g_main_pid)
-		return;
-	loop_detach();
-	if (g_dir[0])
-		nftw(g_dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
-	g_dir[0] = '\0';
-}
-
-/* A temp directory whose file system takes O_DIRECT, or a warning. */
-static int make_dir(void)
-{
-	const char *base = getenv("TMPDIR");
-	char probe[PATH_MAX];
-	int fd;
-
-	if (!base || !*base)
-		base = "/var/tmp";
-	snprintf(g_dir, sizeof(g_dir), "%s/mqfs-test-uring.XXXXXX", base);
-	if (!mkdtemp(g_dir)) {
-		fprintf(stderr, "test_uring: mkdtemp %s: %s\n", g_dir,
-			strerror(errno));
-		g_dir[0] = '\0';
-		return -1;
-	}
-	snprintf(probe, sizeof(probe), "%s/odirect", g_dir);
-	fd = open(probe, O_RDWR | O_CREAT | O_DIRECT | O_CLOEXEC, 0600);
-	if (fd < 0)
-		fprintf(stderr, "test_uring: %s does not take O_DIRECT (%s): "
-			"set TMPDIR to a disk file system\n", base,
-			strerror(errno));
-	else
-		close(fd);
-	unlink(probe);
-	return 0;
-}
-
 int main(void)
 {
 	SRunner *sr;
 	int ret, failed;
 
-	tsan_hooks_init();
+	ur_hooks_init();
 	ret = mq_uring_probe();
 	if (ret) {
-		fprintf(stderr, "test_uring: io_uring unusable here (%s): "
-			"skipped\n", strerror(-ret));
+		fprintf(stderr, "%s: io_uring unusable here (%s): "
+			"skipped\n", g_prog, strerror(-ret));
 		return 77;
 	}
 	g_main_pid = getpid();

@@ -1,0 +1,46 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * poll.c - polled queues: completions reaped by the threads that wait for
+ * them (the kernel's HCTX_TYPE_POLL queues with io_uring's iopoll, where
+ * the submitter reaps in io_uring_enter).
+ *
+ * A device that sets mq_dev.polled completes nothing unless someone calls
+ * its ->poll: no reaper thread, so no wake-up of a reaper and then of the
+ * waiting submitter per batch.  The price is that every wait for a
+ * completion must poll: mq_queue_poll() for callers, and the block
+ * layer's own waits (a tag, a drain or freeze) through the helpers here.
+ */
+#include <errno.h>
+#include "blk_i.h"
+
+int mq_hctx_poll(struct mq_hw_queue *hctx, unsigned min_complete)
+{
+	return hctx->q->dev->ops->poll(hctx, min_complete);
+}
+
+int mq_queue_poll(struct mq_queue *q, unsigned min_complete)
+{
+	if (!q->polled)
+		return -EOPNOTSUPP;
+	/* The plug may hold the very requests the caller waits for. */
+	mq_flush_plug();
+	return mq_hctx_poll(mq_ctx_current(q)->hctx, min_complete);
+}
+
+/*
+ * Each hardware queue's requests complete by themselves in the kernel, so
+ * blocking on one queue while it has some in flight cannot wait for
+ * another queue; a queue with nothing in flight returns at once.
+ */
+unsigned mq_queue_poll_all(struct mq_queue *q)
+{
+	unsigned done = 0;
+
+	for (unsigned i = 0; i < q->nr_hw_queues; i++) {
+		int n = mq_hctx_poll(q->hctxs[i], 1);
+
+		if (n > 0)
+			done += (unsigned)n;
+	}
+	return done;
+}
