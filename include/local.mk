@@ -1,5 +1,7 @@
 # SPDX-License-Identifier: MIT
 noinst_HEADERS += \
+	%reldir%/mqfs/format.h \
+	%reldir%/mqfs/fs.h \
 	%reldir%/mqfs/blk.h \
 	%reldir%/mqfs/clock.h \
 	%reldir%/mqfs/compiler.h \

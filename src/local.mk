@@ -3,3 +3,29 @@ bin_PROGRAMS += mqfs-bench
 mqfs_bench_SOURCES = %reldir%/bench/mqfs-bench.c %reldir%/bench/bench_i.h \
 	%reldir%/bench/hist.c %reldir%/bench/opts.c %reldir%/bench/report.c
 mqfs_bench_LDADD = $(CORE_LIBS)
+
+# The filesystem (src/fs): part of the core library.
+libmqfs_a_SOURCES += \
+	%reldir%/fs/fs_i.h \
+	%reldir%/fs/alloc.c \
+	%reldir%/fs/attr.c \
+	%reldir%/fs/bio.c \
+	%reldir%/fs/buf.c \
+	%reldir%/fs/csum.c \
+	%reldir%/fs/dir.c \
+	%reldir%/fs/extent.c \
+	%reldir%/fs/file.c \
+	%reldir%/fs/fsck.c \
+	%reldir%/fs/fsck_dir.c \
+	%reldir%/fs/fsck_i.h \
+	%reldir%/fs/fsck_inode.c \
+	%reldir%/fs/fsck_repair.c \
+	%reldir%/fs/inode.c \
+	%reldir%/fs/journal.c \
+	%reldir%/fs/mkfs.c \
+	%reldir%/fs/namei.c \
+	%reldir%/fs/super.c \
+	%reldir%/fs/xattr.c
+
+include %reldir%/fuse/local.mk
+include %reldir%/tools/local.mk

@@ -60,3 +60,12 @@ AM_TESTS_ENVIRONMENT = \
 	CK_VERBOSITY=$${CK_VERBOSITY:-normal}; export CK_VERBOSITY; \
 	CK_DEFAULT_TIMEOUT=$${CK_DEFAULT_TIMEOUT:-60}; export CK_DEFAULT_TIMEOUT;
 
+# The filesystem's unit tests and the integration scripts, one fragment
+# per module group.
+include tests/unit/super.mk
+include tests/unit/journal.mk
+include tests/unit/alloc.mk
+include tests/unit/extent.mk
+include tests/unit/dir.mk
+include tests/unit/fsck.mk
+include tests/integration/local.mk

@@ -1,21 +1,58 @@
 #!/bin/sh
 # SPDX-License-Identifier: MIT
-# The main job on an embedded default: build, then drive the block layer
-# with mqfs-bench - on the null device (the layer's own cost), and on a
-# 256 MiB image file through the io_uring driver - and print the results
-# with the scheduler's statistics.  (The mounted filesystem comes later.)
+# The main job on an embedded default: build, make a 1 GiB image file,
+# mount it with mqfs (mq-deadline, direct I/O), run a short fio job on the
+# mounted path, unmount, and show the scheduler's statistics for the
+# whole mount and a clean fsck.  Everything is removed at the end.
 set -eu
 cd "$(dirname "$0")/../.."
 sh contrib/scripts/build.sh
-img=$(mktemp "${TMPDIR:-/var/tmp}/mqfs-demo.XXXXXX")
-trap 'rm -f "$img"' EXIT INT TERM
 
-echo "== 4k randread, qd 32, mq-deadline, null device"
-./mqfs-bench --dev null --sched mq-deadline --rw randread --bs 4k --qd 32 --runtime 2
-echo "== 4k sequential writes from 8 jobs, device qd 4, 50 us latency: merging"
-./mqfs-bench --dev null --dev-lat-us 50 --dev-qd 4 --sched mq-deadline \
-	--rw write --bs 4k --qd 32 --jobs 8 --plug 0 --runtime 2
-echo "== image file $img (256 MiB), io_uring, O_DIRECT, mq-deadline"
-truncate -s 256M "$img"
-./mqfs-bench --dev "$img" --sched mq-deadline --rw randwrite --bs 4k --qd 32 --runtime 2
-./mqfs-bench --dev "$img" --sched mq-deadline --rw randread --bs 4k --qd 32 --runtime 2
+dir=$(mktemp -d "${TMPDIR:-/var/tmp}/mqfs-demo.XXXXXX")
+img=$dir/mqfs.img
+mnt=$dir/mnt
+pid=
+cleanup() {
+	if mountpoint -q "$mnt" 2>/dev/null; then
+		fusermount3 -u "$mnt" || umount -l "$mnt" || true
+	fi
+	if [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null; then
+		kill "$pid" 2>/dev/null || true
+		wait "$pid" 2>/dev/null || true
+	fi
+	rm -rf "$dir"
+}
+trap cleanup EXIT
+trap 'exit 1' INT TERM
+
+echo "== mkfs.mqfs: a 1 GiB image file"
+./mkfs.mqfs -s 1G -L demo "$img"
+mkdir "$mnt"
+
+echo "== mqfs $img $mnt -o sched=mq-deadline,cache=none"
+./mqfs "$img" "$mnt" -f -o sched=mq-deadline,cache=none,stats="$dir/stats.txt" &
+pid=$!
+i=0
+until mountpoint -q "$mnt"; do
+	i=$((i + 1))
+	if [ "$i" -gt 100 ] || ! kill -0 "$pid" 2>/dev/null; then
+		echo "demo: mqfs did not mount" >&2
+		exit 1
+	fi
+	sleep 0.1
+done
+
+echo "== fio: 4k random read/write 70/30, io_uring, qd 32, 10 s, on the mount"
+fio --name=demo --directory="$mnt" --size=256M --bs=4k --rw=randrw \
+	--rwmixread=70 --ioengine=io_uring --iodepth=32 --direct=1 \
+	--runtime=10 --time_based --group_reporting
+df -h "$mnt"
+
+echo "== unmount"
+fusermount3 -u "$mnt"
+wait "$pid"
+pid=
+echo "== the scheduler's statistics for the mount"
+cat "$dir/stats.txt"
+echo "== fsck.mqfs -f"
+./fsck.mqfs -f "$img"

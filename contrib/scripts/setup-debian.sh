@@ -5,7 +5,7 @@
 set -eu
 
 PKGS="build-essential autoconf automake pkg-config libfuse3-dev fuse3 \
-liburing-dev libxxhash-dev check fio valgrind"
+liburing-dev libxxhash-dev check fio valgrind python3"
 
 missing=""
 for p in $PKGS; do

@@ -1,0 +1,260 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * format.h - the mqfs on-disk format, byte for byte (FORMAT.md explains
+ * every field).  All integers are little endian; configure refuses
+ * big-endian hosts, so the structs are used as they lie on disk.
+ *
+ * The disk-format version (MQFS_FORMAT_VERSION) is separate from the
+ * software version: it changes only when these bytes change.
+ */
+#ifndef MQFS_FORMAT_H
+#define MQFS_FORMAT_H
+
+#include <stdint.h>
+#include <stddef.h>
+
+#define MQFS_BLOCK_SHIFT	12
+#define MQFS_BLOCK_SIZE		(1u << MQFS_BLOCK_SHIFT)
+#define MQFS_SECTORS_PER_BLOCK	(MQFS_BLOCK_SIZE >> 9)
+#define MQFS_MAGIC		0x5346514du	/* "MQFS" */
+#define MQFS_FORMAT_VERSION	1u
+#define MQFS_ROOT_INO		1u		/* FUSE_ROOT_ID */
+#define MQFS_NAME_MAX		255u
+#define MQFS_MIN_BLOCKS		512u		/* 2 MiB */
+
+/* Types of metadata blocks (mqfs_blk_hdr.type). */
+enum mqfs_blk_type {
+	MQFS_T_SUPER = 1,
+	MQFS_T_AG,
+	MQFS_T_BBITMAP,
+	MQFS_T_IBITMAP,
+	MQFS_T_ITABLE,
+	MQFS_T_EXTENT,
+	MQFS_T_DIR,
+	MQFS_T_XATTR,
+	MQFS_T_JDESC,
+	MQFS_T_JCOMMIT,
+	MQFS_T_COUNT
+};
+
+/*
+ * The first 32 bytes of every metadata block.  @csum is XXH3-64 (seed 0)
+ * of bytes 8..4095, so it covers the content and the block's own number,
+ * type and generation: a misdirected write (wrong @blocknr) or a stale
+ * block from another type fails the check like a flipped bit does.
+ */
+struct mqfs_blk_hdr {
+	uint64_t csum;
+	uint32_t magic;			/* MQFS_MAGIC */
+	uint16_t type;			/* enum mqfs_blk_type */
+	uint16_t flags;			/* 0 */
+	uint64_t blocknr;		/* the block's home address */
+	uint64_t gen;			/* sequence of the last commit */
+};
+#define MQFS_HDR_SIZE		sizeof(struct mqfs_blk_hdr)
+#define MQFS_PAYLOAD		(MQFS_BLOCK_SIZE - MQFS_HDR_SIZE)
+
+/* Superblock state bits. */
+enum {
+	MQFS_STATE_CLEAN	= 1u << 0,	/* unmounted cleanly */
+	MQFS_STATE_ERRORS	= 1u << 1,	/* an error was found; fsck */
+};
+
+/*
+ * Block 0; a backup copy (its own blocknr in the header) in the last
+ * block of the filesystem, written by mkfs and at every clean unmount.
+ */
+struct mqfs_super {
+	struct mqfs_blk_hdr hdr;
+	uint32_t format_version;	/* MQFS_FORMAT_VERSION */
+	uint32_t block_size;		/* MQFS_BLOCK_SIZE */
+	uint64_t block_count;		/* blocks in the filesystem */
+	uint32_t ag_count;
+	uint32_t ag_blocks;		/* blocks per AG; the last may be shorter */
+	uint32_t inodes_per_ag;		/* multiple of MQFS_INODES_PER_BLOCK */
+	uint32_t itable_blocks;		/* inode table blocks per AG */
+	uint64_t inode_count;		/* ag_count * inodes_per_ag */
+	uint64_t journal_start;		/* first journal block */
+	uint32_t journal_blocks;
+	uint32_t state;			/* MQFS_STATE_* */
+	uint64_t root_ino;		/* MQFS_ROOT_INO */
+	uint64_t orphan_head;		/* first orphan inode, 0: none */
+	uint64_t free_blocks;		/* exact at clean unmount */
+	uint64_t free_inodes;		/* exact at clean unmount */
+	uint64_t mkfs_time;		/* seconds since the epoch */
+	uint64_t mount_time;
+	uint64_t write_time;
+	uint32_t mount_count;
+	uint32_t features;		/* 0 in version 1 */
+	uint8_t uuid[16];
+	char label[64];			/* NUL padded */
+	uint64_t journal_seq;		/* next commit sequence */
+	uint64_t inode_gen;		/* next inode generation */
+};
+
+/* Allocation group header: the first block of each AG's metadata. */
+struct mqfs_ag {
+	struct mqfs_blk_hdr hdr;
+	uint32_t ag_index;
+	uint32_t block_count;		/* blocks in this AG */
+	uint64_t first_block;		/* bit 0 of the block bitmap */
+	uint64_t bbitmap_blk;
+	uint64_t ibitmap_blk;
+	uint64_t itable_blk;		/* first inode table block */
+	uint32_t free_blocks;
+	uint32_t free_inodes;
+	uint32_t dirs;
+	uint32_t reserved;
+};
+
+/*
+ * Block and inode bitmaps: a header, then bit i (byte i / 8, bit i % 8)
+ * set when block first_block + i (inode ag * inodes_per_ag + i + 1) is
+ * in use.  One block of bits bounds an AG.
+ */
+#define MQFS_BITMAP_BITS	(MQFS_PAYLOAD * 8)	/* 32512 */
+#define MQFS_AG_MAX_BLOCKS	MQFS_BITMAP_BITS
+
+/* Extent flags. */
+enum {
+	MQFS_EXT_UNWRITTEN	= 1u << 0,	/* allocated, reads as zeroes */
+};
+
+/* One extent: @len blocks of the file from @lblk live at @pblk. */
+struct mqfs_extent {
+	uint64_t lblk;
+	uint64_t pblk;
+	uint32_t len;
+	uint32_t flags;			/* MQFS_EXT_* */
+};
+
+/* Index entry of the extent tree: keys >= @lblk live under @child. */
+struct mqfs_ext_index {
+	uint64_t lblk;
+	uint64_t child;
+	uint64_t reserved;
+};
+
+/* Header of an extent tree node (in the inode or in an EXTENT block). */
+struct mqfs_ext_node {
+	uint16_t depth;			/* 0: entries are extents */
+	uint16_t nr;			/* entries in use */
+	uint16_t max;			/* capacity */
+	uint16_t reserved;
+};
+
+#define MQFS_EXT_ENTRY_SIZE	24u
+#define MQFS_EXT_BLOCK_MAX \
+	((MQFS_PAYLOAD - sizeof(struct mqfs_ext_node)) / MQFS_EXT_ENTRY_SIZE)
+#define MQFS_INLINE_EXTENTS	5u	/* in the inode, no tree */
+#define MQFS_ROOT_ENTRIES \
+	((MQFS_INODE_DATA - sizeof(struct mqfs_ext_node)) / MQFS_EXT_ENTRY_SIZE)
+
+/* Inode flags (mqfs_inode.iflags). */
+enum {
+	MQFS_IF_EXTENT_TREE	= 1u << 0,	/* data is a tree root */
+	MQFS_IF_INLINE_DATA	= 1u << 1,	/* data holds a symlink target */
+};
+
+#define MQFS_INODE_DATA		120u
+#define MQFS_INODE_SIZE		240u
+#define MQFS_INODES_PER_BLOCK	16u
+
+/* One inode; 16 of them follow the header of an inode table block. */
+struct mqfs_inode {
+	uint16_t mode;			/* 0: free */
+	uint16_t iflags;		/* MQFS_IF_* */
+	uint32_t nlink;
+	uint32_t uid;
+	uint32_t gid;
+	uint64_t size;
+	uint64_t blocks;		/* 4 KiB blocks allocated to it */
+	uint64_t atime_sec, mtime_sec, ctime_sec, crtime_sec;
+	uint32_t atime_nsec, mtime_nsec, ctime_nsec, crtime_nsec;
+	uint64_t generation;
+	uint64_t rdev;
+	uint64_t xattr_blk;		/* 0: none */
+	uint64_t orphan_next;		/* next orphan, 0: end */
+	uint64_t parent;		/* directories: the parent directory */
+	union {
+		struct mqfs_extent ext[MQFS_INLINE_EXTENTS];
+		uint8_t root[MQFS_INODE_DATA];	/* ext_node + entries */
+		char symlink[MQFS_INODE_DATA];	/* not NUL terminated */
+	} u;
+};
+
+/*
+ * Directory block: a header, then records tiling bytes 32..4095.  A
+ * record with ino 0 is free space.  rec_len is a multiple of 8.
+ */
+struct mqfs_dirent {
+	uint64_t ino;
+	uint16_t rec_len;
+	uint8_t name_len;
+	uint8_t type;			/* DT_* of dirent.h */
+	uint32_t hash;			/* low 32 bits of XXH3-64(name) */
+	char name[];
+};
+#define MQFS_DIRENT_HDR		16u
+#define MQFS_DIRENT_LEN(n)	((MQFS_DIRENT_HDR + (n) + 7u) & ~7u)
+
+/*
+ * Extended attribute block: a header, this, then entries packed from
+ * byte 40: u8 name_len, u8 reserved, u16 value_len, name (full, such as
+ * "user.x"), value, each entry padded to 4 bytes.
+ */
+struct mqfs_xattr_hdr {
+	uint32_t count;
+	uint32_t used;			/* bytes of entries after this header */
+};
+#define MQFS_XATTR_ENTRY_HDR	4u
+#define MQFS_XATTR_SPACE	(MQFS_PAYLOAD - sizeof(struct mqfs_xattr_hdr))
+
+/*
+ * Journal.  A transaction is written at journal_start: descriptor blocks,
+ * each followed by the copies of the blocks it lists, then one commit
+ * block.  Only the newest transaction is ever in the journal: it is
+ * checkpointed (written home and flushed) before the next one is
+ * written, so replay is "apply the transaction at journal_start if its
+ * commit is valid" and is idempotent.
+ */
+struct mqfs_jdesc {
+	struct mqfs_blk_hdr hdr;	/* gen = transaction sequence */
+	uint32_t nr;			/* blocks listed here */
+	uint32_t index;			/* descriptor number in the txn */
+	uint64_t home[];		/* home address of each copy */
+};
+#define MQFS_JDESC_MAX \
+	((MQFS_BLOCK_SIZE - sizeof(struct mqfs_jdesc)) / sizeof(uint64_t))
+
+struct mqfs_jcommit {
+	struct mqfs_blk_hdr hdr;	/* gen = transaction sequence */
+	uint32_t nr_blocks;		/* copies in the transaction */
+	uint32_t nr_desc;
+	uint64_t body_csum;		/* XXH3-64 over descriptors+copies */
+	uint64_t commit_sec;
+	uint32_t commit_nsec;
+	uint32_t reserved;
+};
+
+/* Compile-time size checks for every on-disk structure. */
+_Static_assert(sizeof(struct mqfs_blk_hdr) == 32, "blk_hdr");
+_Static_assert(sizeof(struct mqfs_super) <= MQFS_BLOCK_SIZE, "super");
+_Static_assert(sizeof(struct mqfs_ag) == 32 + 56, "ag");
+_Static_assert(sizeof(struct mqfs_extent) == MQFS_EXT_ENTRY_SIZE, "extent");
+_Static_assert(sizeof(struct mqfs_ext_index) == MQFS_EXT_ENTRY_SIZE, "index");
+_Static_assert(sizeof(struct mqfs_ext_node) == 8, "ext_node");
+_Static_assert(sizeof(struct mqfs_inode) == MQFS_INODE_SIZE, "inode");
+_Static_assert(MQFS_HDR_SIZE + MQFS_INODES_PER_BLOCK * MQFS_INODE_SIZE
+	       <= MQFS_BLOCK_SIZE, "itable");
+_Static_assert(sizeof(struct mqfs_dirent) == MQFS_DIRENT_HDR, "dirent");
+_Static_assert(sizeof(struct mqfs_jdesc) == 40, "jdesc");
+_Static_assert(sizeof(struct mqfs_jcommit) == 64, "jcommit");
+
+/* Byte offset of inode slot @slot in its inode table block. */
+static inline size_t mqfs_itable_offset(unsigned slot)
+{
+	return MQFS_HDR_SIZE + (size_t)slot * MQFS_INODE_SIZE;
+}
+
+#endif /* MQFS_FORMAT_H */

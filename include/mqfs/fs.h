@@ -1,0 +1,192 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * fs.h - the filesystem's contract with its front ends (the FUSE daemon,
+ * mkfs.mqfs, fsck.mqfs).
+ *
+ * Objects are named by inode number; the filesystem keeps FUSE's lookup
+ * counts itself (every call that returns an entry adds one, forget
+ * drops them).  Every call returns 0 or a negative errno.  Reads and
+ * writes are asynchronous: they return after submitting and call @done
+ * exactly once, possibly before they return, from any thread.
+ */
+#ifndef MQFS_FS_H
+#define MQFS_FS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <sys/types.h>
+
+struct mq_queue;
+struct mqfs_fs;
+struct mqfs_file;
+
+/* mkfs parameters; zero fields take the documented defaults. */
+struct mqfs_mkfs_opts {
+	uint64_t size_bytes;		/* 0: the whole device */
+	uint64_t inodes;		/* 0: one per 16 KiB */
+	uint64_t journal_bytes;		/* 0: 1/64 of the size, 1-32 MiB */
+	uint32_t ag_blocks;		/* 0: MQFS_AG_MAX_BLOCKS (tests: less) */
+	const char *label;
+	const uint8_t *uuid;		/* NULL: random */
+	uint64_t now_sec;		/* 0: the clock (tests fix it) */
+};
+
+/* Report of what mkfs made, for the tool to print. */
+struct mqfs_mkfs_report {
+	uint64_t block_count, inode_count;
+	uint32_t ag_count, ag_blocks, journal_blocks;
+	uint8_t uuid[16];
+};
+
+/* Format the device behind @q (every write goes through @q). */
+int mqfs_mkfs(struct mq_queue *q, const struct mqfs_mkfs_opts *o,
+	      struct mqfs_mkfs_report *rep);
+
+enum mqfs_errors_mode {
+	MQFS_ERRORS_REMOUNT_RO = 0,	/* default */
+	MQFS_ERRORS_CONTINUE,
+};
+
+struct mqfs_mount_opts {
+	bool readonly;
+	enum mqfs_errors_mode errors;
+	uint64_t meta_cache_bytes;	/* 0: 32 MiB */
+	unsigned commit_interval_ms;	/* 0: 5000 */
+	bool no_replay;			/* fsck -n: do not write the journal */
+};
+
+/*
+ * Mount: read and check the superblock, replay the journal, process the
+ * orphan list.  @q stays the caller's; unmount before destroying it.
+ */
+int mqfs_mount(struct mq_queue *q, const struct mqfs_mount_opts *o,
+	       struct mqfs_fs **out);
+/* Commit, checkpoint, mark clean, free everything.  0 or first error. */
+int mqfs_unmount(struct mqfs_fs *fs);
+struct mq_queue *mqfs_queue(struct mqfs_fs *fs);
+bool mqfs_is_readonly(const struct mqfs_fs *fs);
+
+struct mqfs_entry {
+	uint64_t ino;
+	uint64_t generation;
+	struct stat st;
+};
+
+/* Namespace.  Names are not NUL-terminated inside the fs; these take C
+ * strings for the front end's convenience. */
+int mqfs_lookup(struct mqfs_fs *fs, uint64_t parent, const char *name,
+		struct mqfs_entry *e);
+void mqfs_forget(struct mqfs_fs *fs, uint64_t ino, uint64_t nlookup);
+int mqfs_getattr(struct mqfs_fs *fs, uint64_t ino, struct stat *st);
+
+/* setattr bits (the same meaning as FUSE_SET_ATTR_*). */
+enum {
+	MQFS_SET_MODE		= 1u << 0,
+	MQFS_SET_UID		= 1u << 1,
+	MQFS_SET_GID		= 1u << 2,
+	MQFS_SET_SIZE		= 1u << 3,
+	MQFS_SET_ATIME		= 1u << 4,
+	MQFS_SET_MTIME		= 1u << 5,
+	MQFS_SET_ATIME_NOW	= 1u << 7,
+	MQFS_SET_MTIME_NOW	= 1u << 8,
+	MQFS_SET_CTIME		= 1u << 10,
+};
+int mqfs_setattr(struct mqfs_fs *fs, uint64_t ino, const struct stat *attr,
+		 unsigned to_set, struct stat *out);
+
+/* Creation: @mode carries the file type (S_IFREG, S_IFDIR, ...). */
+int mqfs_mknod(struct mqfs_fs *fs, uint64_t parent, const char *name,
+	       mode_t mode, dev_t rdev, uid_t uid, gid_t gid,
+	       struct mqfs_entry *e);
+int mqfs_symlink(struct mqfs_fs *fs, uint64_t parent, const char *name,
+		 const char *target, uid_t uid, gid_t gid,
+		 struct mqfs_entry *e);
+int mqfs_link(struct mqfs_fs *fs, uint64_t ino, uint64_t newparent,
+	      const char *newname, struct mqfs_entry *e);
+int mqfs_unlink(struct mqfs_fs *fs, uint64_t parent, const char *name);
+int mqfs_rmdir(struct mqfs_fs *fs, uint64_t parent, const char *name);
+/* @flags: 0, RENAME_NOREPLACE or RENAME_EXCHANGE. */
+int mqfs_rename(struct mqfs_fs *fs, uint64_t parent, const char *name,
+		uint64_t newparent, const char *newname, unsigned flags);
+/* Target into @buf (NUL-terminated, truncated to @size - 1). */
+int mqfs_readlink(struct mqfs_fs *fs, uint64_t ino, char *buf, size_t size);
+
+/*
+ * readdir from cookie @pos (0: start).  @fill gets each entry and the
+ * cookie of the one after it; it returns nonzero to stop (buffer full),
+ * and that entry is offered again at the next call.  "." and ".." come
+ * first.  With @plus each entry is looked up (nlookup + 1) and passed
+ * with its attributes; @e is NULL otherwise.
+ */
+typedef int (*mqfs_fill_t)(void *ctx, const char *name, uint64_t ino,
+			   unsigned type, uint64_t next_pos,
+			   const struct mqfs_entry *e);
+int mqfs_readdir(struct mqfs_fs *fs, uint64_t ino, uint64_t pos, bool plus,
+		 mqfs_fill_t fill, void *ctx);
+
+/* Open files.  @flags are open(2) flags. */
+int mqfs_open(struct mqfs_fs *fs, uint64_t ino, int flags,
+	      struct mqfs_file **out);
+int mqfs_release(struct mqfs_fs *fs, struct mqfs_file *f);
+
+/*
+ * Asynchronous read: @done gets the data (a buffer valid only during the
+ * call) and its length, or a negative errno in @res.
+ */
+typedef void (*mqfs_read_done_t)(void *arg, const void *data, ssize_t res);
+typedef void (*mqfs_write_done_t)(void *arg, ssize_t res);
+void mqfs_read(struct mqfs_fs *fs, struct mqfs_file *f, uint64_t off,
+	       size_t size, mqfs_read_done_t done, void *arg);
+/* @data is copied before mqfs_write returns. */
+void mqfs_write(struct mqfs_fs *fs, struct mqfs_file *f, uint64_t off,
+		const void *data, size_t size, mqfs_write_done_t done,
+		void *arg);
+int mqfs_fsync(struct mqfs_fs *fs, uint64_t ino, bool datasync);
+/* @mode as fallocate(2): 0, KEEP_SIZE, PUNCH_HOLE|KEEP_SIZE, ZERO_RANGE. */
+int mqfs_fallocate(struct mqfs_fs *fs, uint64_t ino, int mode, uint64_t off,
+		   uint64_t len);
+/* SEEK_DATA / SEEK_HOLE (SEEK_SET etc. are the front end's). */
+int mqfs_lseek(struct mqfs_fs *fs, uint64_t ino, uint64_t off, int whence,
+	       uint64_t *out);
+
+int mqfs_statfs(struct mqfs_fs *fs, struct statvfs *st);
+/* Commit the running transaction and flush the device. */
+int mqfs_sync(struct mqfs_fs *fs);
+
+/* Extended attributes; get/list with @size 0 return the size needed. */
+int mqfs_setxattr(struct mqfs_fs *fs, uint64_t ino, const char *name,
+		  const void *value, size_t size, int flags);
+ssize_t mqfs_getxattr(struct mqfs_fs *fs, uint64_t ino, const char *name,
+		      void *value, size_t size);
+ssize_t mqfs_listxattr(struct mqfs_fs *fs, uint64_t ino, char *list,
+		       size_t size);
+int mqfs_removexattr(struct mqfs_fs *fs, uint64_t ino, const char *name);
+
+/* fsck (src/fs/fsck.c): e2fsck exit-code bits. */
+enum {
+	MQFS_FSCK_OK		= 0,
+	MQFS_FSCK_FIXED		= 1,
+	MQFS_FSCK_REBOOT	= 2,
+	MQFS_FSCK_UNCORRECTED	= 4,
+	MQFS_FSCK_ERROR		= 8,
+};
+
+enum mqfs_fsck_mode {
+	MQFS_FSCK_NO = 0,	/* -n: report only, open nothing for write */
+	MQFS_FSCK_YES,		/* -y: fix everything */
+	MQFS_FSCK_PREEN,	/* -p: fix what is safe, else exit 4 */
+};
+
+struct mqfs_fsck_opts {
+	enum mqfs_fsck_mode mode;
+	bool force;		/* check even when marked clean */
+	bool progress;		/* percentage lines on stderr */
+	bool verbose;
+};
+
+/* Check (and repair) the filesystem on @q; returns MQFS_FSCK_* bits. */
+int mqfs_fsck(struct mq_queue *q, const struct mqfs_fsck_opts *o);
+
+#endif /* MQFS_FS_H */

@@ -1,0 +1,196 @@
+// SPDX-License-Identifier: MIT
+/*
+ * attr.c - the public attribute and open-file calls: getattr, setattr,
+ * forget (in inode.c, beside the counts it drops), open and release.
+ *
+ * Locking: getattr takes the inode lock shared; setattr and an O_TRUNC
+ * open take it exclusively, then a handle (the lock order of fs_i.h).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+
+#include "fs_i.h"
+
+#define ATTR_CHANGES	(MQFS_SET_MODE | MQFS_SET_UID | MQFS_SET_GID | \
+			 MQFS_SET_SIZE | MQFS_SET_ATIME | MQFS_SET_MTIME | \
+			 MQFS_SET_ATIME_NOW | MQFS_SET_MTIME_NOW | \
+			 MQFS_SET_CTIME)
+
+int mqfs_getattr(struct mqfs_fs *fs, uint64_t ino, struct stat *st)
+{
+	struct mqfs_ino *ip;
+	int err;
+
+	err = mqfs_iget(fs, ino, &ip);
+	if (err)
+		return err;
+	pthread_rwlock_rdlock(&ip->lock);
+	mqfs_inode_stat(fs, ip, st);
+	pthread_rwlock_unlock(&ip->lock);
+	mqfs_iput(fs, ip);
+	return 0;
+}
+
+/* Truncate (ip->lock held exclusively); *changed: the size moved. */
+static int attr_set_size(struct mqfs_fs *fs, struct mqfs_ino *ip,
+			 uint64_t size, bool *changed)
+{
+	int err;
+
+	*changed = false;
+	if (S_ISDIR(ip->d.mode))
+		return -EISDIR;
+	if (!S_ISREG(ip->d.mode))
+		return -EINVAL;
+	if (size == ip->d.size)
+		return 0;
+	/* In-flight unlocked I/O must not land in blocks being freed. */
+	mqfs_ino_dio_wait(ip);
+	err = mqfs_file_truncate(fs, ip, size);
+	*changed = !err;
+	return err;
+}
+
+static void attr_set_time(uint64_t *sec, uint32_t *nsec,
+			  const struct timespec *ts)
+{
+	*sec = (uint64_t)ts->tv_sec;
+	*nsec = (uint32_t)ts->tv_nsec;
+}
+
+/* Apply the non-size changes to ip->d (under meta_lock). */
+static void attr_apply(struct mqfs_ino *ip, const struct stat *a,
+		       unsigned to_set, bool size_changed)
+{
+	struct mqfs_inode *d = &ip->d;
+	struct timespec now;
+	uint64_t sec;
+	uint32_t nsec;
+
+	mqfs_now(&sec, &nsec);
+	now.tv_sec = (time_t)sec;
+	now.tv_nsec = nsec;
+	pthread_mutex_lock(&ip->meta_lock);
+	if (to_set & MQFS_SET_MODE)
+		d->mode = (uint16_t)((d->mode & S_IFMT) | (a->st_mode & 07777));
+	if (to_set & MQFS_SET_UID)
+		d->uid = a->st_uid;
+	if (to_set & MQFS_SET_GID)
+		d->gid = a->st_gid;
+	if (to_set & MQFS_SET_ATIME_NOW)
+		attr_set_time(&d->atime_sec, &d->atime_nsec, &now);
+	else if (to_set & MQFS_SET_ATIME)
+		attr_set_time(&d->atime_sec, &d->atime_nsec, &a->st_atim);
+	if (to_set & MQFS_SET_MTIME_NOW)
+		attr_set_time(&d->mtime_sec, &d->mtime_nsec, &now);
+	else if (to_set & MQFS_SET_MTIME)
+		attr_set_time(&d->mtime_sec, &d->mtime_nsec, &a->st_mtim);
+	else if (size_changed)
+		attr_set_time(&d->mtime_sec, &d->mtime_nsec, &now);
+	if (to_set & MQFS_SET_CTIME)
+		attr_set_time(&d->ctime_sec, &d->ctime_nsec, &a->st_ctim);
+	else
+		attr_set_time(&d->ctime_sec, &d->ctime_nsec, &now);
+	pthread_mutex_unlock(&ip->meta_lock);
+}
+
+static int attr_write(struct mqfs_fs *fs, struct mqfs_ino *ip,
+		      const struct stat *a, unsigned to_set, bool size_changed)
+{
+	struct mqfs_handle h;
+	int err, err2;
+
+	err = mqfs_trans_start(fs, 1, &h);
+	if (err)
+		return err;
+	attr_apply(ip, a, to_set, size_changed);
+	err = mqfs_inode_dirty(&h, ip);
+	err2 = mqfs_trans_stop(&h);
+	return err ? err : err2;
+}
+
+int mqfs_setattr(struct mqfs_fs *fs, uint64_t ino, const struct stat *attr,
+		 unsigned to_set, struct stat *out)
+{
+	bool size_changed = false;
+	struct mqfs_ino *ip;
+	int err;
+
+	/* Bits beyond ours (FUSE's file-handle hints) change nothing. */
+	to_set &= ATTR_CHANGES;
+	if (to_set) {
+		err = mqfs_fs_writable(fs);
+		if (err)
+			return err;
+	}
+	err = mqfs_iget(fs, ino, &ip);
+	if (err)
+		return err;
+	pthread_rwlock_wrlock(&ip->lock);
+	if (to_set & MQFS_SET_SIZE)
+		err = attr_set_size(fs, ip, (uint64_t)attr->st_size,
+				    &size_changed);
+	if (!err && to_set)
+		err = attr_write(fs, ip, attr, to_set, size_changed);
+	if (!err && out)
+		mqfs_inode_stat(fs, ip, out);
+	pthread_rwlock_unlock(&ip->lock);
+	mqfs_iput(fs, ip);
+	return err;
+}
+
+/* O_TRUNC: empty a regular file and set its times (lock exclusive). */
+static int attr_open_trunc(struct mqfs_fs *fs, struct mqfs_ino *ip)
+{
+	struct stat unused = { 0 };
+	bool changed;
+	int err;
+
+	pthread_rwlock_wrlock(&ip->lock);
+	err = attr_set_size(fs, ip, 0, &changed);
+	if (!err && changed)
+		err = attr_write(fs, ip, &unused, MQFS_SET_MTIME_NOW, true);
+	pthread_rwlock_unlock(&ip->lock);
+	return err;
+}
+
+int mqfs_open(struct mqfs_fs *fs, uint64_t ino, int flags,
+	      struct mqfs_file **out)
+{
+	bool writing = (flags & O_ACCMODE) != O_RDONLY || (flags & O_TRUNC);
+	struct mqfs_file *f;
+	struct mqfs_ino *ip;
+	int err;
+
+	*out = NULL;
+	err = mqfs_iget(fs, ino, &ip);
+	if (err)
+		return err;
+	if (writing && S_ISDIR(ip->d.mode))
+		err = -EISDIR;
+	else if (writing)
+		err = mqfs_fs_writable(fs);
+	if (!err && (flags & O_TRUNC) && S_ISREG(ip->d.mode))
+		err = attr_open_trunc(fs, ip);
+	f = err ? NULL : malloc(sizeof(*f));
+	if (!err && !f)
+		err = -ENOMEM;
+	if (err) {
+		mqfs_iput(fs, ip);
+		return err;
+	}
+	f->ip = ip;
+	f->flags = flags;
+	mqfs_ino_open_inc(fs, ip);
+	*out = f;
+	return 0;
+}
+
+int mqfs_release(struct mqfs_fs *fs, struct mqfs_file *f)
+{
+	mqfs_ino_open_dec(fs, f->ip);
+	mqfs_iput(fs, f->ip);
+	free(f);
+	return 0;
+}

@@ -1,0 +1,1019 @@
+// SPDX-License-Identifier: MIT
+/*
+ * file.c - file data: read, write, truncate, fallocate, SEEK_DATA/HOLE.
+ *
+ * Data never enters the buffer cache: every read and write is built as
+ * bios on 4 KiB-aligned bounce buffers (real devices use O_DIRECT), at
+ * most 1 MiB each, submitted inside a plug.
+ *
+ * Reads and overwrites of written blocks are asynchronous: the mapping
+ * is looked up under the inode lock (shared), the I/O is counted with
+ * mqfs_ino_dio_start() so truncate and punch wait for it, the lock is
+ * dropped and the last bio to complete replies.  Completion does no
+ * metadata work (the overwrite's time update is journaled before the
+ * submit), so it may run in any thread.
+ *
+ * Everything that changes the mapping runs synchronously under the
+ * exclusive lock, a handle's worth at a time: allocate the holes, write
+ * the data and wait for it, then insert the extents (or mark unwritten
+ * ones written) and set the size in that same handle.  The data is on
+ * the device before the transaction that points at it can commit
+ * (ordered data), and a crash never leaves allocated blocks without an
+ * owner.  Each handle does at most file_ops_per_handle() extent changes,
+ * so its credits fit even the smallest journal.
+ *
+ * The size limit is MQFS_MAX_FILE_BYTES (64 TiB).  Timestamps: writes,
+ * truncate and fallocate set mtime/ctime; reads leave atime alone (as
+ * with noatime), which keeps them free of metadata updates.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "fs_i.h"
+
+#define FILE_BS			((uint64_t)MQFS_BLOCK_SIZE)
+#define FILE_MASK		(FILE_BS - 1)
+#define FILE_BIO_BLOCKS		256u	/* 1 MiB per bio */
+#define FILE_CHUNK_BLOCKS	256u	/* blocks written per handle */
+#define FILE_MAX_OPS		8u	/* extent changes per handle */
+#define FILE_MAX_RUNS		32u	/* mapping pieces per chunk */
+#define FILE_AIO_INLINE		4u	/* bios carried in the request */
+
+static inline uint64_t file_blk(uint64_t off)
+{
+	return off >> MQFS_BLOCK_SHIFT;
+}
+
+static inline uint64_t file_blk_up(uint64_t off)
+{
+	return (off + FILE_MASK) >> MQFS_BLOCK_SHIFT;
+}
+
+static void *file_buf_alloc(uint64_t nblocks)
+{
+	void *p;
+
+	if (nblocks > SIZE_MAX / FILE_BS ||
+	    posix_memalign(&p, MQFS_BLOCK_SIZE, (size_t)(nblocks * FILE_BS)))
+		return NULL;
+	return p;
+}
+
+/* Extent changes one handle may make: a quarter of the journal at most. */
+static unsigned file_ops_per_handle(struct mqfs_fs *fs)
+{
+	unsigned k = fs->journal_blocks / (4 * mqfs_extent_credits(fs));
+
+	return MQ_MAX(1u, MQ_MIN(k, FILE_MAX_OPS));
+}
+
+/* Each change with its data allocation (alloc.c: 2), plus the inode. */
+static unsigned file_credits(struct mqfs_fs *fs, unsigned ops)
+{
+	return ops * (mqfs_extent_credits(fs) + 2) + 1;
+}
+
+static int file_map(struct mqfs_fs *fs, struct mqfs_ino *ip, uint64_t lblk,
+		    uint64_t max, struct mqfs_map *m)
+{
+	return mqfs_extent_map(fs, ip, lblk,
+			       (uint32_t)MQ_MIN(max, (uint64_t)UINT32_MAX), m);
+}
+
+/* Allocation goal for @lblk: right after the block before it, if any. */
+static uint64_t file_goal(struct mqfs_fs *fs, struct mqfs_ino *ip,
+			  uint64_t lblk)
+{
+	struct mqfs_map m;
+
+	if (lblk && !file_map(fs, ip, lblk - 1, 1, &m) && m.pblk)
+		return m.pblk + 1;
+	return 0;	/* the allocator's choice: this thread's AG */
+}
+
+/*
+ * Take ip->lock.  A thread that has to sleep for it flushes its plug
+ * first: the holder may be a truncate waiting for bios in that plug.
+ */
+static void file_lock(struct mqfs_ino *ip, bool excl)
+{
+	if (!(excl ? pthread_rwlock_trywrlock(&ip->lock) :
+		     pthread_rwlock_tryrdlock(&ip->lock)))
+		return;
+	mq_flush_plug();
+	if (excl)
+		pthread_rwlock_wrlock(&ip->lock);
+	else
+		pthread_rwlock_rdlock(&ip->lock);
+}
+
+/* Write ip->d (times, size) in a handle of its own. */
+static int file_inode_write(struct mqfs_fs *fs, struct mqfs_ino *ip)
+{
+	struct mqfs_handle h;
+	int err = mqfs_trans_start(fs, 1, &h), err2;
+
+	if (err)
+		return err;
+	err = mqfs_inode_dirty(&h, ip);
+	err2 = mqfs_trans_stop(&h);
+	return err ? err : err2;
+}
+
+/* Zero bytes [off, off+len) of one block on the device, if written. */
+static int file_zero_partial(struct mqfs_fs *fs, struct mqfs_ino *ip,
+			     uint64_t off, uint64_t len)
+{
+	struct mqfs_map m;
+	char *blk;
+	int err = file_map(fs, ip, file_blk(off), 1, &m);
+
+	if (err || !m.pblk || m.unwritten)
+		return err;	/* holes and unwritten blocks read as zeroes */
+	blk = file_buf_alloc(1);
+	if (!blk)
+		return -ENOMEM;
+	err = mqfs_bio_sync(fs->q, MQ_OP_READ, m.pblk, blk, 1, 0);
+	if (!err) {
+		memset(blk + (off & FILE_MASK), 0, (size_t)len);
+		err = mqfs_bio_sync(fs->q, MQ_OP_WRITE, m.pblk, blk, 1, 0);
+	}
+	free(blk);
+	return err;
+}
+
+/* ---- asynchronous reads and overwrites --------------------------------- */
+
+/* One read or overwrite in flight: its bounce buffer and its bios. */
+struct file_aio {
+	struct mqfs_ino *ip;
+	bool is_write;
+	mqfs_read_done_t read_done;
+	mqfs_write_done_t write_done;
+	void *arg;
+	char *buf;			/* whole blocks, 4 KiB aligned */
+	size_t skew, len;		/* the caller's bytes within @buf */
+	atomic_uint pending;
+	atomic_int error;
+	unsigned nbios, cap;
+	struct mq_bio *bios;
+	struct mq_bio inline_bios[FILE_AIO_INLINE];
+};
+
+static struct file_aio *file_aio_new(struct mqfs_ino *ip, uint64_t nblocks)
+{
+	struct file_aio *a = calloc(1, sizeof(*a));
+
+	if (!a)
+		return NULL;
+	a->buf = file_buf_alloc(nblocks);
+	if (!a->buf) {
+		free(a);
+		return NULL;
+	}
+	a->ip = ip;
+	a->bios = a->inline_bios;
+	a->cap = FILE_AIO_INLINE;
+	return a;
+}
+
+static void file_aio_free(struct file_aio *a)
+{
+	if (a->bios != a->inline_bios)
+		free(a->bios);
+	free(a->buf);
+	free(a);
+}
+
+/*
+ * All bios are done.  The inode's I/O count drops before the reply: the
+ * reply may let the front end release (and free) the inode.
+ */
+static void file_aio_complete(struct file_aio *a)
+{
+	int err = atomic_load(&a->error);
+
+	mqfs_ino_dio_end(a->ip);
+	if (a->is_write)
+		a->write_done(a->arg, err ? err : (ssize_t)a->len);
+	else
+		a->read_done(a->arg, err ? NULL : a->buf + a->skew,
+			     err ? err : (ssize_t)a->len);
+	file_aio_free(a);
+}
+
+static void file_aio_end_io(struct mq_bio *bio)
+{
+	struct file_aio *a = bio->private;
+
+	if (bio->status) {
+		int none = 0;
+
+		atomic_compare_exchange_strong(&a->error, &none, bio->status);
+	}
+	if (atomic_fetch_sub(&a->pending, 1) == 1)
+		file_aio_complete(a);
+}
+
+/* Add bios for @nblocks at @pblk from block @boff of the buffer. */
+static int file_aio_add(struct file_aio *a, enum mq_op op, uint64_t pblk,
+			uint64_t boff, uint32_t nblocks)
+{
+	while (nblocks) {
+		uint32_t n = MQ_MIN(nblocks, FILE_BIO_BLOCKS);
+		struct mq_bio *bio;
+
+		if (a->nbios == a->cap) {
+			struct mq_bio *nb = malloc(2 * a->cap * sizeof(*nb));
+
+			if (!nb)
+				return -ENOMEM;
+			memcpy(nb, a->bios, a->nbios * sizeof(*nb));
+			if (a->bios != a->inline_bios)
+				free(a->bios);
+			a->bios = nb;
+			a->cap *= 2;
+		}
+		bio = &a->bios[a->nbios++];
+		mq_bio_init(bio, op, mqfs_blk_to_sector(pblk),
+			    a->buf + boff * FILE_BS, (uint32_t)(n * FILE_BS),
+			    file_aio_end_io, a);
+		bio->flags = MQ_REQ_SYNC;
+		pblk += n;
+		boff += n;
+		nblocks -= n;
+	}
+	return 0;
+}
+
+/*
+ * Submit everything (the caller did mqfs_ino_dio_start).  The request
+ * may complete and be freed before this returns: nothing of it is
+ * touched after the last submission.
+ */
+static void file_aio_submit(struct mqfs_fs *fs, struct file_aio *a)
+{
+	struct mq_queue *q = fs->q;
+	struct mq_bio *bios = a->bios;
+	unsigned n = a->nbios;
+	struct mq_plug plug;
+
+	if (!n) {
+		file_aio_complete(a);
+		return;
+	}
+	atomic_store(&a->pending, n);
+	mq_start_plug(&plug, n);
+	for (unsigned i = 0; i < n; i++)
+		mq_submit_bio(q, &bios[i]);
+	mq_finish_plug(&plug);
+}
+
+/* Bios for the written blocks of [first, first+nblk); zeroes elsewhere. */
+static int file_read_map(struct mqfs_fs *fs, struct file_aio *a,
+			 uint64_t first, uint64_t nblk)
+{
+	for (uint64_t i = 0; i < nblk;) {
+		struct mqfs_map m;
+		int err = file_map(fs, a->ip, first + i, nblk - i, &m);
+
+		if (err)
+			return err;
+		if (m.pblk && !m.unwritten)
+			err = file_aio_add(a, MQ_OP_READ, m.pblk, i, m.len);
+		else
+			memset(a->buf + i * FILE_BS, 0, m.len * FILE_BS);
+		if (err)
+			return err;
+		i += m.len;
+	}
+	return 0;
+}
+
+void mqfs_read(struct mqfs_fs *fs, struct mqfs_file *f, uint64_t off,
+	       size_t size, mqfs_read_done_t done, void *arg)
+{
+	struct mqfs_ino *ip = f->ip;
+	struct file_aio *a;
+	uint64_t len, first;
+	int err;
+
+	file_lock(ip, false);
+	if (!size || off >= ip->d.size) {
+		pthread_rwlock_unlock(&ip->lock);
+		done(arg, "", 0);
+		return;
+	}
+	len = MQ_MIN((uint64_t)size, ip->d.size - off);
+	first = file_blk(off);
+	a = file_aio_new(ip, file_blk_up(off + len) - first);
+	if (!a) {
+		pthread_rwlock_unlock(&ip->lock);
+		done(arg, NULL, -ENOMEM);
+		return;
+	}
+	a->skew = off & FILE_MASK;
+	a->len = (size_t)len;
+	a->read_done = done;
+	a->arg = arg;
+	err = file_read_map(fs, a, first, file_blk_up(off + len) - first);
+	if (err) {
+		pthread_rwlock_unlock(&ip->lock);
+		file_aio_free(a);
+		done(arg, NULL, err);
+		return;
+	}
+	mqfs_ino_dio_start(ip);
+	pthread_rwlock_unlock(&ip->lock);
+	file_aio_submit(fs, a);
+}
+
+/* 1 when all of [first, first+nblk) is written blocks (bios added). */
+static int file_write_map(struct mqfs_fs *fs, struct file_aio *a,
+			  uint64_t first, uint64_t nblk)
+{
+	for (uint64_t i = 0; i < nblk;) {
+		struct mqfs_map m;
+		int err = file_map(fs, a->ip, first + i, nblk - i, &m);
+
+		if (err)
+			return err;
+		if (!m.pblk || m.unwritten)
+			return 0;
+		err = file_aio_add(a, MQ_OP_WRITE, m.pblk, i, m.len);
+		if (err)
+			return err;
+		i += m.len;
+	}
+	return 1;
+}
+
+/*
+ * The fast path: whole blocks, inside the file, all written already.
+ * Only the times change; they are journaled before the data is sent.
+ * False when the write needs the synchronous path.
+ */
+static bool file_write_fast(struct mqfs_fs *fs, struct mqfs_file *f,
+			    uint64_t off, const void *data, size_t size,
+			    mqfs_write_done_t done, void *arg)
+{
+	struct mqfs_ino *ip = f->ip;
+	struct file_aio *a = NULL;
+	int err;
+
+	if ((off | size) & FILE_MASK || f->flags & (O_APPEND | O_DSYNC))
+		return false;
+	file_lock(ip, false);
+	if (off + size > ip->d.size)
+		goto slow;		/* extends the file */
+	a = file_aio_new(ip, size / FILE_BS);
+	if (!a || file_write_map(fs, a, file_blk(off), size / FILE_BS) != 1)
+		goto slow;
+	mqfs_touch(ip, false, true, true);
+	err = file_inode_write(fs, ip);
+	if (err) {
+		pthread_rwlock_unlock(&ip->lock);
+		file_aio_free(a);
+		done(arg, err);
+		return true;
+	}
+	mqfs_ino_dio_start(ip);
+	pthread_rwlock_unlock(&ip->lock);
+	memcpy(a->buf, data, size);
+	a->is_write = true;
+	a->len = size;
+	a->write_done = done;
+	a->arg = arg;
+	file_aio_submit(fs, a);
+	return true;
+slow:
+	pthread_rwlock_unlock(&ip->lock);
+	if (a)
+		file_aio_free(a);
+	return false;
+}
+
+/* ---- the synchronous write path ---------------------------------------- */
+
+struct file_wr {
+	struct mqfs_fs *fs;
+	struct mqfs_ino *ip;
+	const char *data;
+	uint64_t off, end;		/* bytes of the whole write */
+	unsigned max_ops;
+};
+
+enum file_run_kind { RUN_WRITTEN, RUN_UNWRITTEN, RUN_NEW };
+
+/* A piece of the chunk: blocks [lblk, lblk+len) at @pblk. */
+struct file_run {
+	uint64_t lblk, pblk;
+	uint32_t len;
+	enum file_run_kind kind;
+};
+
+/* What one handle writes: blocks [first, end). */
+struct file_chunk {
+	uint64_t first, end;
+	unsigned nruns;
+	struct file_run run[FILE_MAX_RUNS];
+};
+
+/*
+ * Map the chunk from c->first on, allocating its holes, until it is
+ * FILE_CHUNK_BLOCKS long, has max_ops extent changes, or space runs out
+ * (then c->end stops there; a chunk of nothing returns -ENOSPC).
+ */
+static int file_plan(struct file_wr *w, struct mqfs_handle *h,
+		     struct file_chunk *c)
+{
+	uint64_t lblk = c->first, goal = 0;
+	uint64_t limit = MQ_MIN(file_blk_up(w->end),
+				c->first + FILE_CHUNK_BLOCKS);
+	unsigned ops = 0;
+	int err = 0;
+
+	while (lblk < limit && c->nruns < FILE_MAX_RUNS) {
+		struct file_run *r = &c->run[c->nruns];
+		struct mqfs_map m;
+
+		err = file_map(w->fs, w->ip, lblk, limit - lblk, &m);
+		if (err)
+			break;
+		*r = (struct file_run){ .lblk = lblk, .pblk = m.pblk,
+					.len = m.len, .kind = RUN_WRITTEN };
+		if (!m.pblk || m.unwritten) {
+			if (ops == w->max_ops)
+				break;
+			ops++;
+			r->kind = RUN_UNWRITTEN;
+		}
+		if (!m.pblk) {
+			if (!goal)
+				goal = file_goal(w->fs, w->ip, lblk);
+			err = mqfs_alloc_blocks(h, goal, m.len, &r->pblk,
+						&r->len);
+			if (err)
+				break;
+			r->kind = RUN_NEW;
+		}
+		goal = r->pblk + r->len;
+		lblk += r->len;
+		c->nruns++;
+	}
+	c->end = lblk;
+	if (err == -ENOSPC && c->end > c->first)
+		err = 0;	/* a short write */
+	return err;
+}
+
+/* Give back the blocks of runs allocated but not (yet) mapped. */
+static void file_unplan(struct mqfs_handle *h, struct file_chunk *c)
+{
+	for (unsigned i = 0; i < c->nruns; i++)
+		if (c->run[i].kind == RUN_NEW)
+			mqfs_free_blocks(h, c->run[i].pblk, c->run[i].len);
+}
+
+/* Old contents of a partially written block: read, or zeroes. */
+static int file_fill_edge(struct file_wr *w, const struct file_chunk *c,
+			  char *buf, uint64_t lblk)
+{
+	char *dst = buf + (lblk - c->first) * FILE_BS;
+
+	for (unsigned i = 0; i < c->nruns; i++) {
+		const struct file_run *r = &c->run[i];
+
+		if (lblk < r->lblk || lblk >= r->lblk + r->len)
+			continue;
+		if (r->kind != RUN_WRITTEN)
+			break;
+		return mqfs_bio_sync(w->fs->q, MQ_OP_READ,
+				     r->pblk + (lblk - r->lblk), dst, 1, 0);
+	}
+	memset(dst, 0, MQFS_BLOCK_SIZE);
+	return 0;
+}
+
+/* The chunk's blocks in @buf: bytes [pos, bend) new, the edges old. */
+static int file_fill(struct file_wr *w, const struct file_chunk *c,
+		     char *buf, uint64_t pos, uint64_t bend)
+{
+	int err = 0;
+
+	if (pos & FILE_MASK)
+		err = file_fill_edge(w, c, buf, file_blk(pos));
+	if (!err && bend & FILE_MASK &&
+	    (file_blk(bend) != file_blk(pos) || !(pos & FILE_MASK)))
+		err = file_fill_edge(w, c, buf, file_blk(bend));
+	if (!err)
+		memcpy(buf + (pos - c->first * FILE_BS),
+		       w->data + (pos - w->off), (size_t)(bend - pos));
+	return err;
+}
+
+/* Write every run of the chunk and wait: the data precedes its mapping. */
+static int file_write_runs(struct file_wr *w, const struct file_chunk *c,
+			   char *buf)
+{
+	struct mqfs_bio_batch b;
+	struct mq_plug plug;
+	int err;
+
+	mqfs_batch_init(&b);
+	mq_start_plug(&plug, c->nruns);
+	for (unsigned i = 0; i < c->nruns; i++) {
+		const struct file_run *r = &c->run[i];
+
+		for (uint32_t d = 0; d < r->len; d += FILE_BIO_BLOCKS)
+			mqfs_batch_add(w->fs->q, &b, MQ_OP_WRITE, r->pblk + d,
+				       buf + (r->lblk - c->first + d) * FILE_BS,
+				       MQ_MIN(r->len - d, FILE_BIO_BLOCKS),
+				       MQ_REQ_SYNC);
+	}
+	err = mqfs_batch_wait(&b);
+	mq_finish_plug(&plug);
+	return err;
+}
+
+/* Map the written runs: new extents, unwritten ones now written. */
+static int file_map_runs(struct file_wr *w, struct mqfs_handle *h,
+			 struct file_chunk *c)
+{
+	for (unsigned i = 0; i < c->nruns; i++) {
+		struct file_run *r = &c->run[i];
+		int err = 0;
+
+		if (r->kind == RUN_NEW)
+			err = mqfs_extent_insert(h, w->ip, r->lblk, r->pblk,
+						 r->len, 0);
+		else if (r->kind == RUN_UNWRITTEN)
+			err = mqfs_extent_mark_written(h, w->ip, r->lblk,
+						       r->len);
+		if (err)
+			return err;
+		r->kind = RUN_WRITTEN;
+	}
+	return 0;
+}
+
+/* One handle's worth of the write from byte @pos: bytes done or -errno. */
+static ssize_t file_write_chunk(struct file_wr *w, uint64_t pos)
+{
+	struct file_chunk c = { .first = file_blk(pos) };
+	struct mqfs_ino *ip = w->ip;
+	struct mqfs_handle h;
+	uint64_t bend = 0;
+	char *buf = NULL;
+	int err, err2;
+
+	err = mqfs_trans_start(w->fs, file_credits(w->fs, w->max_ops), &h);
+	if (err)
+		return err;
+	err = file_plan(w, &h, &c);
+	if (!err) {
+		bend = MQ_MIN(w->end, c.end * FILE_BS);
+		buf = file_buf_alloc(c.end - c.first);
+		err = buf ? file_fill(w, &c, buf, pos, bend) : -ENOMEM;
+	}
+	if (!err)
+		err = file_write_runs(w, &c, buf);
+	if (!err)
+		err = file_map_runs(w, &h, &c);
+	if (!err) {
+		if (bend > ip->d.size)
+			ip->d.size = bend;
+		mqfs_touch(ip, false, true, true);
+		err = mqfs_inode_dirty(&h, ip);
+	}
+	if (err)
+		file_unplan(&h, &c);
+	err2 = mqfs_trans_stop(&h);
+	free(buf);
+	if (!err)
+		err = err2;
+	return err ? err : (ssize_t)(bend - pos);
+}
+
+/*
+ * Blocks freed by transactions not yet checkpointed cannot be allocated;
+ * on ENOSPC commit and wait for the checkpoint (mqfs_journal_sync: a
+ * commit the commit thread already made durable may still be writing
+ * home), once, and try again before giving up.
+ */
+static bool file_retry_enospc(struct mqfs_fs *fs, int err, bool *retried)
+{
+	if (err != -ENOSPC || *retried || !atomic_load(&fs->free_blocks))
+		return false;
+	*retried = true;
+	return mqfs_journal_sync(fs) == 0;
+}
+
+static ssize_t file_write_slow(struct mqfs_fs *fs, struct mqfs_file *f,
+			       uint64_t off, const void *data, size_t size)
+{
+	struct mqfs_ino *ip = f->ip;
+	struct file_wr w = { .fs = fs, .ip = ip, .data = data,
+			     .max_ops = file_ops_per_handle(fs) };
+	bool retried = false;
+	ssize_t err = 0;
+	uint64_t pos;
+
+	file_lock(ip, true);
+	if (f->flags & O_APPEND)
+		off = ip->d.size;
+	if (off >= MQFS_MAX_FILE_BYTES) {
+		pthread_rwlock_unlock(&ip->lock);
+		return -EFBIG;
+	}
+	w.off = off;
+	w.end = off + MQ_MIN((uint64_t)size, MQFS_MAX_FILE_BYTES - off);
+	for (pos = off; pos < w.end;) {
+		ssize_t n = file_write_chunk(&w, pos);
+
+		if (n >= 0)
+			pos += (uint64_t)n;
+		else if (!file_retry_enospc(fs, (int)n, &retried)) {
+			err = n;
+			break;
+		}
+	}
+	pthread_rwlock_unlock(&ip->lock);
+	if (pos == off)
+		return err;
+	/* Short on ENOSPC or an error: report what was written. */
+	if (f->flags & O_DSYNC) {
+		int e = mqfs_fsync(fs, ip->ino, false);
+
+		if (e)
+			return e;
+	}
+	return (ssize_t)(pos - off);
+}
+
+void mqfs_write(struct mqfs_fs *fs, struct mqfs_file *f, uint64_t off,
+		const void *data, size_t size, mqfs_write_done_t done,
+		void *arg)
+{
+	int err = mqfs_fs_writable(fs);
+
+	if (err || !size) {
+		done(arg, err);
+		return;
+	}
+	if (file_write_fast(fs, f, off, data, size, done, arg))
+		return;
+	done(arg, file_write_slow(fs, f, off, data, size));
+}
+
+int mqfs_fsync(struct mqfs_fs *fs, uint64_t ino, bool datasync)
+{
+	int err, err2;
+
+	/*
+	 * Data writes completed before they were answered; the journal
+	 * holds the metadata.  The flush covers overwrites that changed
+	 * no metadata (the commit may have had nothing to write).
+	 */
+	(void)ino;
+	(void)datasync;
+	err = mqfs_journal_commit(fs);
+	err2 = mqfs_flush_device(fs->q);
+	return err ? err : err2;
+}
+
+/* ---- truncate and freeing ---------------------------------------------- */
+
+/* Where the first @ops extents at or after @lblk (below @end) end. */
+static int file_ops_end(struct mqfs_fs *fs, struct mqfs_ino *ip,
+			uint64_t lblk, uint64_t end, unsigned ops,
+			uint64_t *stop, unsigned *found)
+{
+	unsigned n = 0;
+
+	while (lblk < end) {
+		struct mqfs_map m;
+		int err = file_map(fs, ip, lblk, end - lblk, &m);
+
+		if (err)
+			return err;
+		if (m.pblk) {
+			if (n == ops)
+				break;
+			n++;
+		}
+		lblk += m.len;
+	}
+	*stop = lblk;
+	*found = n;
+	return 0;
+}
+
+/* Unmap and free blocks [start, end), a handle per few extents. */
+static int file_remove_range(struct mqfs_fs *fs, struct mqfs_ino *ip,
+			     uint64_t start, uint64_t end)
+{
+	unsigned ops = file_ops_per_handle(fs);
+
+	while (start < end) {
+		struct mqfs_handle h;
+		uint64_t stop;
+		unsigned n;
+		int err, err2;
+
+		err = file_ops_end(fs, ip, start, end, ops, &stop, &n);
+		if (err || !n)
+			return err;
+		err = mqfs_trans_start(fs, file_credits(fs, ops), &h);
+		if (err)
+			return err;
+		err = mqfs_extent_remove(&h, ip, start, stop - start);
+		err2 = mqfs_trans_stop(&h);
+		if (err || err2)
+			return err ? err : err2;
+		start = stop;
+	}
+	return 0;
+}
+
+/*
+ * The new size, and with @orphan the inode onto the orphan list, in one
+ * handle: if the removals that follow are cut short (crash, I/O error),
+ * mount finds the inode there and frees the blocks left past the end,
+ * which still hold the old data a later growth would expose.
+ */
+static int file_size_write(struct mqfs_fs *fs, struct mqfs_ino *ip,
+			   bool orphan)
+{
+	struct mqfs_handle h;
+	int err = mqfs_trans_start(fs, 3, &h), err2;
+
+	if (err)
+		return err;
+	if (orphan)
+		err = mqfs_orphan_add(&h, ip);
+	if (!err)
+		err = mqfs_inode_dirty(&h, ip);
+	err2 = mqfs_trans_stop(&h);
+	return err ? err : err2;
+}
+
+/* The truncate is complete: off the orphan list again. */
+static int file_orphan_done(struct mqfs_fs *fs, struct mqfs_ino *ip)
+{
+	struct mqfs_handle h;
+	int err = mqfs_trans_start(fs, 2, &h), err2;
+
+	if (err)
+		return err;
+	err = mqfs_orphan_del(&h, ip);
+	err2 = mqfs_trans_stop(&h);
+	return err ? err : err2;
+}
+
+int mqfs_file_truncate(struct mqfs_fs *fs, struct mqfs_ino *ip, uint64_t size)
+{
+	uint64_t old = ip->d.size;
+	/* Unlinked inodes are on the list already and must stay there. */
+	bool orphan = size <= old && ip->d.nlink;
+	int err = mqfs_fs_writable(fs);
+
+	if (err)
+		return err;
+	if (size > MQFS_MAX_FILE_BYTES)
+		return -EFBIG;
+	mqfs_ino_dio_wait(ip);
+	/* Bytes past the new end must read as zeroes if it grows again. */
+	if (size < old && size & FILE_MASK) {
+		err = file_zero_partial(fs, ip, size,
+					FILE_BS - (size & FILE_MASK));
+		if (err)
+			return err;
+	}
+	ip->d.size = size;
+	if (size != old)
+		mqfs_touch(ip, false, true, true);
+	err = file_size_write(fs, ip, orphan);
+	if (err) {
+		ip->d.size = old;
+		return err;
+	}
+	/*
+	 * The size is committed first: a crash in the middle leaves blocks
+	 * past the end, never a hole inside; the orphan list (see
+	 * file_size_write) gets rid of them at the next mount.
+	 */
+	if (size <= old)
+		err = file_remove_range(fs, ip, file_blk_up(size),
+					MQFS_MAX_FILE_BLOCKS);
+	if (!err && orphan)
+		err = file_orphan_done(fs, ip);
+	return err;
+}
+
+int mqfs_file_free_all(struct mqfs_fs *fs, struct mqfs_ino *ip)
+{
+	if (ip->d.iflags & MQFS_IF_INLINE_DATA)
+		return 0;
+	return file_remove_range(fs, ip, 0, MQFS_MAX_FILE_BLOCKS);
+}
+
+/* ---- fallocate --------------------------------------------------------- */
+
+/* Unwritten extents for the holes of [*lblk, end): a handle's worth. */
+static int file_prealloc_some(struct mqfs_fs *fs, struct mqfs_handle *h,
+			      struct mqfs_ino *ip, uint64_t *lblkp,
+			      uint64_t end, unsigned max_ops)
+{
+	uint64_t lblk = *lblkp, goal = 0;
+	unsigned ops = 0;
+	int err = 0;
+
+	while (lblk < end && ops < max_ops) {
+		struct mqfs_map m;
+		uint64_t start;
+		uint32_t got;
+
+		err = file_map(fs, ip, lblk, end - lblk, &m);
+		if (err)
+			break;
+		if (m.pblk) {
+			goal = m.pblk + m.len;
+			lblk += m.len;
+			continue;
+		}
+		if (!goal)
+			goal = file_goal(fs, ip, lblk);
+		err = mqfs_alloc_blocks(h, goal, m.len, &start, &got);
+		if (err)
+			break;
+		err = mqfs_extent_insert(h, ip, lblk, start, got,
+					 MQFS_EXT_UNWRITTEN);
+		if (err) {
+			mqfs_free_blocks(h, start, got);
+			break;
+		}
+		ops++;
+		goal = start + got;
+		lblk += got;
+	}
+	*lblkp = lblk;
+	return err;
+}
+
+/* fallocate 0 / KEEP_SIZE: holes of [off, off+len) become unwritten. */
+static int file_prealloc(struct mqfs_fs *fs, struct mqfs_ino *ip,
+			 uint64_t off, uint64_t len, bool keep)
+{
+	uint64_t lblk = file_blk(off), end = file_blk_up(off + len);
+	unsigned max_ops = file_ops_per_handle(fs);
+	bool retried = false;
+	int err;
+
+	do {
+		struct mqfs_handle h;
+		bool grow = false;
+		uint64_t size;
+		int err2;
+
+		err = mqfs_trans_start(fs, file_credits(fs, max_ops), &h);
+		if (err)
+			return err;
+		err = file_prealloc_some(fs, &h, ip, &lblk, end, max_ops);
+		size = MQ_MIN(off + len, lblk * FILE_BS);
+		if (!keep && size > ip->d.size) {
+			ip->d.size = size;
+			grow = true;
+		}
+		mqfs_touch(ip, false, grow, true);
+		err2 = mqfs_inode_dirty(&h, ip);
+		if (!err)
+			err = err2;
+		err2 = mqfs_trans_stop(&h);
+		if (!err)
+			err = err2;
+		if (file_retry_enospc(fs, err, &retried))
+			err = 0;
+	} while (!err && lblk < end);
+	return err;
+}
+
+/* PUNCH_HOLE: zero the partial edges on the device, unmap the rest. */
+static int file_punch(struct mqfs_fs *fs, struct mqfs_ino *ip, uint64_t off,
+		      uint64_t len)
+{
+	uint64_t end = off + len;
+	int err = 0;
+
+	if (file_blk(off) == file_blk(end - 1) && (off | end) & FILE_MASK) {
+		err = file_zero_partial(fs, ip, off, len);
+	} else {
+		if (off & FILE_MASK)
+			err = file_zero_partial(fs, ip, off,
+						FILE_BS - (off & FILE_MASK));
+		if (!err && end & FILE_MASK)
+			err = file_zero_partial(fs, ip, end & ~FILE_MASK,
+						end & FILE_MASK);
+		if (!err && file_blk_up(off) < file_blk(end))
+			err = file_remove_range(fs, ip, file_blk_up(off),
+						file_blk(end));
+	}
+	if (err)
+		return err;
+	mqfs_touch(ip, false, true, true);
+	return file_inode_write(fs, ip);
+}
+
+int mqfs_fallocate(struct mqfs_fs *fs, uint64_t ino, int mode, uint64_t off,
+		   uint64_t len)
+{
+	int base = mode & ~FALLOC_FL_KEEP_SIZE;
+	bool keep = mode & FALLOC_FL_KEEP_SIZE;
+	struct mqfs_ino *ip;
+	int err;
+
+	if (base && base != FALLOC_FL_ZERO_RANGE &&
+	    mode != (FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE))
+		return -EOPNOTSUPP;
+	if (!len)
+		return -EINVAL;
+	if (off >= MQFS_MAX_FILE_BYTES || len > MQFS_MAX_FILE_BYTES - off)
+		return -EFBIG;
+	err = mqfs_fs_writable(fs);
+	if (err)
+		return err;
+	err = mqfs_iget(fs, ino, &ip);
+	if (err)
+		return err;
+	if (!S_ISREG(ip->d.mode)) {
+		err = S_ISDIR(ip->d.mode) ? -EISDIR : -ENODEV;
+		mqfs_iput(fs, ip);
+		return err;
+	}
+	file_lock(ip, true);
+	mqfs_ino_dio_wait(ip);
+	if (base == FALLOC_FL_PUNCH_HOLE) {
+		err = file_punch(fs, ip, off, len);
+	} else if (base == FALLOC_FL_ZERO_RANGE) {
+		err = file_punch(fs, ip, off, len);
+		if (!err)
+			err = file_prealloc(fs, ip, off, len, keep);
+	} else {
+		err = file_prealloc(fs, ip, off, len, keep);
+	}
+	pthread_rwlock_unlock(&ip->lock);
+	mqfs_iput(fs, ip);
+	return err;
+}
+
+/* ---- SEEK_DATA / SEEK_HOLE --------------------------------------------- */
+
+/* First data (@data) or hole at or after @off, below @size. */
+static int file_seek(struct mqfs_fs *fs, struct mqfs_ino *ip, uint64_t off,
+		     uint64_t size, bool data, uint64_t *out)
+{
+	uint64_t lblk = file_blk(off), end = file_blk_up(size);
+
+	while (lblk < end) {
+		struct mqfs_map m;
+		int err = file_map(fs, ip, lblk, end - lblk, &m);
+
+		if (err)
+			return err;
+		if ((m.pblk && !m.unwritten) == data) {
+			*out = MQ_MAX(off, lblk * FILE_BS);
+			return 0;
+		}
+		lblk += m.len;
+	}
+	if (data)
+		return -ENXIO;
+	*out = size;		/* the implicit hole at the end */
+	return 0;
+}
+
+int mqfs_lseek(struct mqfs_fs *fs, uint64_t ino, uint64_t off, int whence,
+	       uint64_t *out)
+{
+	struct mqfs_ino *ip;
+	int err;
+
+	if (whence != SEEK_DATA && whence != SEEK_HOLE)
+		return -EINVAL;
+	err = mqfs_iget(fs, ino, &ip);
+	if (err)
+		return err;
+	file_lock(ip, false);
+	if (off >= ip->d.size)
+		err = -ENXIO;
+	else
+		err = file_seek(fs, ip, off, ip->d.size, whence == SEEK_DATA,
+				out);
+	pthread_rwlock_unlock(&ip->lock);
+	mqfs_iput(fs, ip);
+	return err;
+}

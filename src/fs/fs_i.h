@@ -1,0 +1,399 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * fs_i.h - the filesystem's private objects and the interfaces between
+ * its modules (src/fs).  One section per module; each .c file implements
+ * exactly its section.
+ *
+ * Lock order (DESIGN.md §fs-locks), outermost first:
+ *   inode rwlocks (ascending inode number)
+ *   -> transaction handle (journal commit rwlock, shared)
+ *   -> AG lock -> inode-cache lock -> buffer lock -> buffer-cache lock.
+ * The commit takes the commit rwlock exclusively and never an inode lock.
+ */
+#ifndef MQFS_FS_I_H
+#define MQFS_FS_I_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include "mqfs/blk.h"
+#include "mqfs/format.h"
+#include "mqfs/fs.h"
+#include "mqfs/list.h"
+
+struct mqfs_bcache;
+struct mqfs_journal;
+struct mqfs_icache;
+struct mqfs_ag_info;
+struct mqfs_dir_index;
+
+/* ---- the mounted filesystem (super.c) ---------------------------------- */
+
+struct mqfs_fs {
+	struct mq_queue *q;
+	struct mqfs_mount_opts opts;
+	/* Geometry, copied from the superblock at mount; never changes. */
+	uint64_t block_count;
+	uint32_t ag_count, ag_blocks, inodes_per_ag, itable_blocks;
+	uint64_t inode_count;
+	uint64_t journal_start;
+	uint32_t journal_blocks;
+	struct mqfs_buf *sb_buf;	/* block 0, pinned while mounted */
+	struct mqfs_bcache *bcache;
+	struct mqfs_journal *journal;
+	struct mqfs_icache *icache;
+	struct mqfs_ag_info *ags;	/* ag_count of them */
+	pthread_mutex_t sb_lock;	/* orphan list, inode_gen */
+	pthread_mutex_t rename_lock;	/* cross-directory renames (namei.c) */
+	atomic_uint_fast64_t free_blocks, free_inodes;
+	atomic_bool readonly;		/* ro mount or errors=remount-ro hit */
+	atomic_bool error_seen;
+};
+
+static inline struct mqfs_super *mqfs_sb(struct mqfs_fs *fs);
+
+/*
+ * Record a filesystem error (bad checksum at @blocknr, impossible
+ * structure): log it with the block number, set MQFS_STATE_ERRORS in
+ * the next commit and, with errors=remount-ro, make the mount read-only.
+ */
+void mqfs_fs_error(struct mqfs_fs *fs, uint64_t blocknr, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+/* -EROFS when the mount is (or has become) read-only. */
+int mqfs_fs_writable(struct mqfs_fs *fs);
+void mqfs_now(uint64_t *sec, uint32_t *nsec);
+
+/* ---- block I/O helpers (bio.c) ----------------------------------------- */
+
+static inline uint64_t mqfs_blk_to_sector(uint64_t blk)
+{
+	return blk << (MQFS_BLOCK_SHIFT - MQ_SECTOR_SHIFT);
+}
+
+/* A set of bios submitted together and waited for together. */
+struct mqfs_bio_batch {
+	pthread_mutex_t lock;
+	pthread_cond_t done;
+	unsigned pending;
+	int error;			/* first error */
+	uint64_t error_blk;
+};
+
+void mqfs_batch_init(struct mqfs_bio_batch *b);
+/* Submit one bio of @nblocks at @blk (op READ/WRITE/FLUSH/DISCARD/...). */
+void mqfs_batch_add(struct mq_queue *q, struct mqfs_bio_batch *b,
+		    enum mq_op op, uint64_t blk, void *buf, uint32_t nblocks,
+		    uint16_t flags);
+/* Flush the caller's plug, wait for all, destroy; 0 or the first error. */
+int mqfs_batch_wait(struct mqfs_bio_batch *b);
+/* One synchronous I/O. */
+int mqfs_bio_sync(struct mq_queue *q, enum mq_op op, uint64_t blk,
+		  void *buf, uint32_t nblocks, uint16_t flags);
+int mqfs_flush_device(struct mq_queue *q);
+/* 4 KiB-aligned zeroed memory of @nblocks blocks (free with free()). */
+void *mqfs_alloc_blocks_mem(size_t nblocks);
+
+/* ---- metadata checksums (csum.c) ------------------------------------------ */
+
+/* Fill the header (magic, type, blocknr, gen) and the checksum. */
+void mqfs_blk_seal(void *blk, unsigned type, uint64_t blocknr, uint64_t gen);
+/* Recompute only the checksum (header already filled). */
+void mqfs_blk_update_csum(void *blk);
+/* 0, or -EUCLEAN when magic, type, blocknr or checksum is wrong. */
+int mqfs_blk_verify(const void *blk, unsigned type, uint64_t blocknr);
+uint64_t mqfs_hash(const void *data, size_t len);
+
+/* ---- metadata buffer cache (buf.c) -------------------------------------- */
+
+enum {
+	MQFS_BUF_UPTODATE	= 1u << 0,
+	MQFS_BUF_DIRTY		= 1u << 1,	/* in the running transaction */
+	MQFS_BUF_CHECKPOINT	= 1u << 2,	/* home write still pending */
+};
+
+/*
+ * One cached metadata block.  @lock guards @data: hold it to read or
+ * change the content.  A buffer with references, DIRTY or CHECKPOINT is
+ * never evicted.
+ */
+struct mqfs_buf {
+	uint64_t blocknr;
+	void *data;			/* MQFS_BLOCK_SIZE, 4 KiB aligned */
+	pthread_mutex_t lock;
+	atomic_uint refcount;
+	atomic_uint flags;		/* MQFS_BUF_* */
+	uint64_t txn_seq;		/* transaction it is dirty in */
+	uint16_t type;			/* enum mqfs_blk_type */
+	/* Buffer-cache linkage (buf.c). */
+	struct mqfs_buf *hash_next;
+	struct mq_list_head lru;
+	struct mq_list_head txn_link;	/* journal.c: running txn list */
+};
+
+int mqfs_bcache_create(struct mqfs_fs *fs, uint64_t max_bytes);
+void mqfs_bcache_destroy(struct mqfs_fs *fs);
+/*
+ * Get block @blocknr read from the device and verified as @type (a bad
+ * checksum calls mqfs_fs_error and returns -EUCLEAN).  Takes a reference.
+ */
+int mqfs_buf_read(struct mqfs_fs *fs, uint64_t blocknr, unsigned type,
+		  struct mqfs_buf **out);
+/* Get a buffer for a freshly allocated block: zeroed, not read. */
+int mqfs_buf_new(struct mqfs_fs *fs, uint64_t blocknr, unsigned type,
+		 struct mqfs_buf **out);
+void mqfs_buf_get(struct mqfs_buf *b);
+void mqfs_buf_put(struct mqfs_buf *b);
+void mqfs_buf_lock(struct mqfs_buf *b);
+void mqfs_buf_unlock(struct mqfs_buf *b);
+/* Drop a clean, unreferenced cached copy of @blocknr (freed block). */
+void mqfs_buf_forget(struct mqfs_fs *fs, uint64_t blocknr);
+/* Figures for statfs / the control surface. */
+void mqfs_bcache_stats(struct mqfs_fs *fs, uint64_t *cached,
+		       uint64_t *hits, uint64_t *misses);
+
+/* ---- journal and transactions (journal.c) ------------------------------- */
+
+/*
+ * A handle brackets one metadata operation: every buffer it changes is
+ * dirtied in the running transaction, which commits as a whole.
+ * @credits bounds the buffers the operation may dirty; start waits while
+ * the running transaction cannot take that many more.
+ */
+struct mqfs_handle {
+	struct mqfs_fs *fs;
+	uint64_t seq;			/* transaction joined */
+	unsigned credits;
+	bool sync;			/* commit at stop (O_SYNC, dirsync) */
+};
+
+int mqfs_journal_create(struct mqfs_fs *fs);
+/* Commit what is running, stop the commit thread, free. */
+int mqfs_journal_destroy(struct mqfs_fs *fs);
+/* Apply the transaction at journal_start if its commit is valid. */
+int mqfs_journal_replay(struct mqfs_fs *fs, bool *replayed);
+/* Invalidate the journal after the final checkpoint (clean unmount). */
+int mqfs_journal_clear(struct mqfs_fs *fs);
+
+int mqfs_trans_start(struct mqfs_fs *fs, unsigned credits,
+		     struct mqfs_handle *h);
+/* The caller changed @b (holding its lock): make it part of h's txn. */
+void mqfs_trans_dirty(struct mqfs_handle *h, struct mqfs_buf *b);
+/* End the handle; with h->sync, wait for its commit.  0 or -errno. */
+int mqfs_trans_stop(struct mqfs_handle *h);
+/*
+ * Commit the running transaction (if it has anything) and wait until
+ * it is durable (journal written and flushed).  For fsync and sync.
+ */
+int mqfs_journal_commit(struct mqfs_fs *fs);
+/*
+ * As mqfs_journal_commit, then wait until every durable transaction is
+ * checkpointed: blocks freed in a transaction are allocatable only then
+ * (mqfs_alloc_txn_committed runs after the checkpoint).  For an
+ * allocator retrying after -ENOSPC, and for unmount.
+ */
+int mqfs_journal_sync(struct mqfs_fs *fs);
+/* Sequence of the last durable transaction. */
+uint64_t mqfs_journal_durable_seq(struct mqfs_fs *fs);
+/* Wait until transaction @seq is durable (committing it if needed). */
+int mqfs_journal_wait_seq(struct mqfs_fs *fs, uint64_t seq);
+/* Transactions committed and blocks journaled since create. */
+void mqfs_journal_stats(struct mqfs_fs *fs, uint64_t *commits,
+			uint64_t *blocks);
+
+/*
+ * ---- allocation groups (alloc.c) ----------------------------------------
+ * Credits: each alloc/free/ialloc/ifree call dirties at most 2 buffers
+ * (one AG header and one bitmap: a run never crosses an AG).
+ */
+
+int mqfs_alloc_load(struct mqfs_fs *fs);	/* read AG headers, counts */
+void mqfs_alloc_unload(struct mqfs_fs *fs);
+/*
+ * Allocate up to @want contiguous blocks near @goal (0: anywhere);
+ * *got >= 1 on success, -ENOSPC when nothing is free.  Blocks freed in
+ * a transaction that has not committed are never handed out.
+ */
+int mqfs_alloc_blocks(struct mqfs_handle *h, uint64_t goal, uint32_t want,
+		      uint64_t *start, uint32_t *got);
+/* Free a run (journaled); reusable once h's transaction commits. */
+int mqfs_free_blocks(struct mqfs_handle *h, uint64_t start, uint32_t count);
+/* The journal calls this when transaction @seq is durable. */
+void mqfs_alloc_txn_committed(struct mqfs_fs *fs, uint64_t seq);
+/* Allocate an inode number in @parent's AG (directories spread out). */
+int mqfs_ialloc(struct mqfs_handle *h, uint64_t parent, bool is_dir,
+		uint64_t *ino);
+int mqfs_ifree(struct mqfs_handle *h, uint64_t ino, bool was_dir);
+/* Is @blk / @ino marked in use?  (fsck, tests) */
+int mqfs_block_in_use(struct mqfs_fs *fs, uint64_t blk, bool *used);
+
+/* ---- in-core inodes (inode.c) ------------------------------------------- */
+
+/*
+ * An inode in memory.  @lock is the i_rwsem: shared for reads and for
+ * I/O to mapped blocks, exclusive for anything that changes the mapping,
+ * the size or a directory's entries.  @d is the on-disk record; change
+ * it with @lock held exclusively (or @meta_lock for times-only updates)
+ * and write it with mqfs_inode_dirty().
+ */
+struct mqfs_ino {
+	uint64_t ino;
+	pthread_rwlock_t lock;
+	pthread_mutex_t meta_lock;	/* @d fields changed under a shared lock */
+	struct mqfs_inode d;
+	/* Reference counts, under the icache lock. */
+	unsigned refcount;		/* in-core users (calls in progress) */
+	uint64_t nlookup;		/* FUSE lookups not yet forgotten */
+	unsigned open_count;
+	bool deleted;			/* freed: must not be written again */
+	/* Data I/O in flight without the lock (mqfs_ino_dio_*). */
+	pthread_mutex_t dio_lock;
+	pthread_cond_t dio_cond;
+	unsigned dio_count;
+	struct mqfs_dir_index *dir_index;	/* dir.c's cache, or NULL */
+	struct mqfs_ino *hash_next;
+};
+
+int mqfs_icache_create(struct mqfs_fs *fs);
+void mqfs_icache_destroy(struct mqfs_fs *fs);
+/* Get the in-core inode (reading it if needed); -ENOENT if free. */
+int mqfs_iget(struct mqfs_fs *fs, uint64_t ino, struct mqfs_ino **out);
+/*
+ * Drop a reference.  When nothing refers to an unlinked inode any more
+ * (refcount, nlookup and open_count all 0 and nlink 0) its blocks and
+ * number are freed and it leaves the orphan list.  Since it may delete
+ * (with handles of its own), call it with no handle open and no lock
+ * held on that inode.
+ */
+void mqfs_iput(struct mqfs_fs *fs, struct mqfs_ino *ip);
+/* Set up a newly allocated inode number as an in-core inode (ref 1). */
+int mqfs_inew(struct mqfs_handle *h, uint64_t ino, mode_t mode, uid_t uid,
+	      gid_t gid, struct mqfs_ino **out);
+/* Write ip->d into its inode table block within @h. */
+int mqfs_inode_dirty(struct mqfs_handle *h, struct mqfs_ino *ip);
+void mqfs_inode_stat(struct mqfs_fs *fs, struct mqfs_ino *ip,
+		     struct stat *st);
+/* Orphan list (superblock head, inode orphan_next chain). */
+int mqfs_orphan_add(struct mqfs_handle *h, struct mqfs_ino *ip);
+int mqfs_orphan_del(struct mqfs_handle *h, struct mqfs_ino *ip);
+/* At mount: free every inode on the orphan list. */
+int mqfs_orphan_recover(struct mqfs_fs *fs);
+/* Lookup count and open count changes, for the front-end calls. */
+void mqfs_ino_lookup_inc(struct mqfs_fs *fs, struct mqfs_ino *ip);
+void mqfs_ino_open_inc(struct mqfs_fs *fs, struct mqfs_ino *ip);
+void mqfs_ino_open_dec(struct mqfs_fs *fs, struct mqfs_ino *ip);
+void mqfs_ino_dio_start(struct mqfs_ino *ip);
+void mqfs_ino_dio_end(struct mqfs_ino *ip);
+/* Wait for unlocked I/O to drain (caller holds ip->lock exclusively). */
+void mqfs_ino_dio_wait(struct mqfs_ino *ip);
+/* Take two inode locks exclusively in inode-number order (a may == b). */
+void mqfs_ino_lock2(struct mqfs_ino *a, struct mqfs_ino *b);
+void mqfs_ino_unlock2(struct mqfs_ino *a, struct mqfs_ino *b);
+void mqfs_touch(struct mqfs_ino *ip, bool atime, bool mtime, bool ctime);
+
+/* ---- extent map (extent.c) ---------------------------------------------- */
+
+/* What logical block @lblk maps to: a run of @len blocks. */
+struct mqfs_map {
+	uint64_t lblk;
+	uint64_t pblk;			/* 0: hole */
+	uint32_t len;			/* run length (hole: up to next extent) */
+	bool unwritten;
+};
+
+/* Caller holds ip->lock (either mode).  @max bounds m->len. */
+int mqfs_extent_map(struct mqfs_fs *fs, struct mqfs_ino *ip, uint64_t lblk,
+		    uint32_t max, struct mqfs_map *m);
+/* Map [lblk, lblk+len) to @pblk; the range must be a hole.  Exclusive. */
+int mqfs_extent_insert(struct mqfs_handle *h, struct mqfs_ino *ip,
+		       uint64_t lblk, uint64_t pblk, uint32_t len,
+		       uint32_t flags);
+/* Unmap [lblk, lblk+len) and free its blocks (and emptied tree blocks). */
+int mqfs_extent_remove(struct mqfs_handle *h, struct mqfs_ino *ip,
+		       uint64_t lblk, uint64_t len);
+/* Clear MQFS_EXT_UNWRITTEN on [lblk, lblk+len) (splitting extents). */
+int mqfs_extent_mark_written(struct mqfs_handle *h, struct mqfs_ino *ip,
+			     uint64_t lblk, uint32_t len);
+/*
+ * Visit every extent in order (and every tree block with @ext NULL),
+ * for fsck and SEEK_DATA; stop when @fn returns nonzero and return it.
+ */
+typedef int (*mqfs_extent_fn)(void *ctx, const struct mqfs_extent *ext,
+			      uint64_t tree_blk);
+int mqfs_extent_walk(struct mqfs_fs *fs, struct mqfs_ino *ip,
+		     mqfs_extent_fn fn, void *ctx);
+/* Worst-case buffers one insert/remove dirties (handle credits). */
+unsigned mqfs_extent_credits(struct mqfs_fs *fs);
+
+/* ---- directories (dir.c) ----------------------------------------------- */
+
+/* Caller holds dir->lock shared (lookup/iterate) or exclusive (changes). */
+int mqfs_dir_lookup(struct mqfs_fs *fs, struct mqfs_ino *dir,
+		    const char *name, size_t len, uint64_t *ino,
+		    unsigned *type);
+int mqfs_dir_add(struct mqfs_handle *h, struct mqfs_ino *dir,
+		 const char *name, size_t len, uint64_t ino, unsigned type);
+int mqfs_dir_remove(struct mqfs_handle *h, struct mqfs_ino *dir,
+		    const char *name, size_t len);
+/* Point an existing entry at another inode (rename over, exchange). */
+int mqfs_dir_replace(struct mqfs_handle *h, struct mqfs_ino *dir,
+		     const char *name, size_t len, uint64_t ino,
+		     unsigned type);
+/* 1 when empty, 0 when not, -errno. */
+int mqfs_dir_is_empty(struct mqfs_fs *fs, struct mqfs_ino *dir);
+/*
+ * Visit entries from cookie @pos (byte position in the directory; ".."
+ * and "." are the caller's).  @fn returns nonzero to stop; the entry it
+ * stopped on is offered again from the cookie it was given.
+ */
+typedef int (*mqfs_dir_fn)(void *ctx, const char *name, size_t len,
+			   uint64_t ino, unsigned type, uint64_t next_pos);
+int mqfs_dir_iterate(struct mqfs_fs *fs, struct mqfs_ino *dir, uint64_t pos,
+		     mqfs_dir_fn fn, void *ctx);
+void mqfs_dir_index_free(struct mqfs_ino *dir);
+unsigned mqfs_dir_credits(struct mqfs_fs *fs);
+
+/* ---- extended attributes (xattr.c) -------------------------------------- */
+/* Implement the public mqfs_*xattr calls; freeing on inode delete: */
+int mqfs_xattr_drop(struct mqfs_handle *h, struct mqfs_ino *ip);
+
+/* ---- file data (file.c) ------------------------------------------------- */
+
+struct mqfs_file {
+	struct mqfs_ino *ip;
+	int flags;			/* open(2) flags */
+};
+
+/*
+ * Largest file: 64 TiB (2^34 blocks).  Writes, truncates and fallocate
+ * beyond it get -EFBIG; no extent may reach past it (fsck checks).
+ */
+#define MQFS_MAX_FILE_BYTES	(1ull << 46)
+#define MQFS_MAX_FILE_BLOCKS	(MQFS_MAX_FILE_BYTES >> MQFS_BLOCK_SHIFT)
+
+/* Change the size: free blocks past it, zero the tail of the last one. */
+int mqfs_file_truncate(struct mqfs_fs *fs, struct mqfs_ino *ip,
+		       uint64_t size);
+/* Free every block of an inode being deleted (its own handles). */
+int mqfs_file_free_all(struct mqfs_fs *fs, struct mqfs_ino *ip);
+
+/* ---- mkfs (mkfs.c) ------------------------------------------------------ */
+
+/* Geometry mkfs derives from a size; shared with fsck's sanity checks. */
+struct mqfs_layout {
+	uint64_t block_count;
+	uint32_t ag_count, ag_blocks, inodes_per_ag, itable_blocks;
+	uint64_t journal_start;
+	uint32_t journal_blocks;
+};
+int mqfs_layout_compute(uint64_t block_count, const struct mqfs_mkfs_opts *o,
+			struct mqfs_layout *l);
+/* First block of AG @ag's own metadata (AG header). */
+uint64_t mqfs_ag_meta_start(const struct mqfs_layout *l, uint32_t ag);
+
+static inline struct mqfs_super *mqfs_sb(struct mqfs_fs *fs)
+{
+	return (struct mqfs_super *)fs->sb_buf->data;
+}
+
+#endif /* MQFS_FS_I_H */

@@ -1,0 +1,989 @@
+// SPDX-License-Identifier: MIT
+/*
+ * inode.c - in-core inodes: the inode cache, inode records in the inode
+ * tables, deletion of unlinked inodes and the orphan list.
+ *
+ * The cache: one hash by inode number under one mutex (the icache lock,
+ * after the AG locks and before buffer locks in the lock order).  An
+ * inode stays cached while anything refers to it: calls in progress
+ * (refcount), FUSE lookups not yet forgotten (nlookup), open files
+ * (open_count).  Once all three are zero it goes on an LRU list of
+ * unused inodes, bounded by meta_cache_bytes / IC_BYTES_PER_UNUSED
+ * (65536 with the default 32 MiB); beyond that the oldest are freed.
+ *
+ * Deletion: when the last of those counts drops on an inode with no
+ * links left, the thread that dropped it frees the data (file.c), the
+ * xattr block, takes it off the orphan list, clears the record and
+ * frees the number.  mqfs_iput therefore must not be called with a
+ * transaction handle open or an inode lock held.  If the deletion fails
+ * (I/O error, read-only), the inode stays on the on-disk orphan list
+ * and the next mount finishes it.
+ *
+ * Orphan list: the superblock's orphan_head and each inode's
+ * orphan_next, changed under fs->sb_lock (which sits between the
+ * transaction handle and the icache lock in the lock order).  A cached
+ * inode's orphan_next is changed in its in-core record, which is the
+ * one every later mqfs_inode_dirty() writes.
+ *
+ * Missing inodes: mqfs_iget returns -ENOENT both for a number outside
+ * the filesystem and for a free record (no -ESTALE).
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fs_i.h"
+
+#define IC_BUCKETS_MIN		1024u
+#define IC_BYTES_PER_UNUSED	512u	/* about one struct ic_ent */
+#define IC_UNUSED_MIN		16u
+/*
+ * Deleting an inode in one handle: xattr block freed (2), orphan list
+ * (superblock or predecessor, and the inode: 2), the cleared record
+ * (1), the inode bitmap and AG header (2); with room to spare.
+ */
+#define IC_DELETE_CREDITS	12u
+
+/* What the cache knows of an inode's place on the orphan list. */
+enum { IC_ORPH_UNKNOWN = 0, IC_ORPH_ON, IC_ORPH_OFF };
+
+/* A cached inode and the cache's bookkeeping of it. */
+struct ic_ent {
+	struct mqfs_ino ip;
+	struct mq_list_head lru;	/* on icache->lru while unused */
+	bool hashed;			/* findable by number */
+	bool dying;			/* one thread is deleting it */
+	uint8_t orphan;			/* IC_ORPH_*, under fs->sb_lock */
+};
+
+struct mqfs_icache {
+	pthread_mutex_t lock;		/* everything below, ip counts */
+	struct mqfs_ino **hash;
+	size_t nbuckets;		/* a power of two */
+	size_t nr_cached;
+	struct mq_list_head lru;	/* unused inodes, oldest first */
+	size_t nr_unused, max_unused;
+};
+
+static inline struct ic_ent *ic_ent(struct mqfs_ino *ip)
+{
+	return mq_container_of(ip, struct ic_ent, ip);
+}
+
+static inline bool ic_unused(const struct mqfs_ino *ip)
+{
+	return !ip->refcount && !ip->nlookup && !ip->open_count;
+}
+
+/* ---- entries ----------------------------------------------------------- */
+
+static struct ic_ent *ic_alloc(uint64_t ino)
+{
+	struct ic_ent *e = calloc(1, sizeof(*e));
+
+	if (!e)
+		return NULL;
+	e->ip.ino = ino;
+	pthread_rwlock_init(&e->ip.lock, NULL);
+	pthread_mutex_init(&e->ip.meta_lock, NULL);
+	pthread_mutex_init(&e->ip.dio_lock, NULL);
+	pthread_cond_init(&e->ip.dio_cond, NULL);
+	mq_list_init(&e->lru);
+	return e;
+}
+
+static void ic_free(struct ic_ent *e)
+{
+	if (e->ip.dir_index)
+		mqfs_dir_index_free(&e->ip);
+	pthread_cond_destroy(&e->ip.dio_cond);
+	pthread_mutex_destroy(&e->ip.dio_lock);
+	pthread_mutex_destroy(&e->ip.meta_lock);
+	pthread_rwlock_destroy(&e->ip.lock);
+	free(e);
+}
+
+static void ic_free_list(struct mq_list_head *list)
+{
+	struct ic_ent *e;
+
+	mq_list_for_each_entry_safe(e, list, lru) {
+		mq_list_del_init(&e->lru);
+		ic_free(e);
+	}
+}
+
+/* ---- hash (icache lock held) ---------------------------------------------- */
+
+static size_t ic_bucket(size_t nbuckets, uint64_t ino)
+{
+	return (size_t)((ino * 0x9e3779b97f4a7c15ull) >> 32) & (nbuckets - 1);
+}
+
+static struct mqfs_ino *ic_find_locked(struct mqfs_icache *c, uint64_t ino)
+{
+	struct mqfs_ino *ip = c->hash[ic_bucket(c->nbuckets, ino)];
+
+	while (ip && ip->ino != ino)
+		ip = ip->hash_next;
+	return ip;
+}
+
+/* Double the buckets when chains grow; on ENOMEM keep the old ones. */
+static void ic_grow_locked(struct mqfs_icache *c)
+{
+	size_t n = c->nbuckets * 2;
+	struct mqfs_ino **h = calloc(n, sizeof(*h));
+
+	if (!h)
+		return;
+	for (size_t i = 0; i < c->nbuckets; i++) {
+		while (c->hash[i]) {
+			struct mqfs_ino *ip = c->hash[i];
+			size_t b = ic_bucket(n, ip->ino);
+
+			c->hash[i] = ip->hash_next;
+			ip->hash_next = h[b];
+			h[b] = ip;
+		}
+	}
+	free(c->hash);
+	c->hash = h;
+	c->nbuckets = n;
+}
+
+static void ic_insert_locked(struct mqfs_icache *c, struct mqfs_ino *ip)
+{
+	struct mqfs_ino **head;
+
+	if (c->nr_cached >= 2 * c->nbuckets)
+		ic_grow_locked(c);
+	head = &c->hash[ic_bucket(c->nbuckets, ip->ino)];
+	ip->hash_next = *head;
+	*head = ip;
+	ic_ent(ip)->hashed = true;
+	c->nr_cached++;
+}
+
+static void ic_unhash_locked(struct mqfs_icache *c, struct mqfs_ino *ip)
+{
+	struct mqfs_ino **pp = &c->hash[ic_bucket(c->nbuckets, ip->ino)];
+
+	if (!ic_ent(ip)->hashed)
+		return;
+	while (*pp != ip)
+		pp = &(*pp)->hash_next;
+	*pp = ip->hash_next;
+	ip->hash_next = NULL;
+	ic_ent(ip)->hashed = false;
+	c->nr_cached--;
+}
+
+/* Take a reference; an unused inode leaves the LRU list. */
+static void ic_hold_locked(struct mqfs_icache *c, struct mqfs_ino *ip)
+{
+	struct ic_ent *e = ic_ent(ip);
+
+	if (!mq_list_empty(&e->lru)) {
+		mq_list_del_init(&e->lru);
+		c->nr_unused--;
+	}
+	ip->refcount++;
+}
+
+/* An inode became unused: to the LRU, evicting the oldest past the bound. */
+static void ic_park_locked(struct mqfs_icache *c, struct mqfs_ino *ip,
+			   struct mq_list_head *victims)
+{
+	mq_list_add_tail(&ic_ent(ip)->lru, &c->lru);
+	c->nr_unused++;
+	while (c->nr_unused > c->max_unused) {
+		struct ic_ent *old = mq_list_first_entry(&c->lru,
+							 struct ic_ent, lru);
+
+		mq_list_del_init(&old->lru);
+		c->nr_unused--;
+		ic_unhash_locked(c, &old->ip);
+		mq_list_add_tail(&old->lru, victims);
+	}
+}
+
+/* ---- the cache ------------------------------------------------------------ */
+
+int mqfs_icache_create(struct mqfs_fs *fs)
+{
+	struct mqfs_icache *c = calloc(1, sizeof(*c));
+	uint64_t bytes = fs->opts.meta_cache_bytes ? fs->opts.meta_cache_bytes
+						   : 32ull << 20;
+
+	if (!c)
+		return -ENOMEM;
+	c->nbuckets = IC_BUCKETS_MIN;
+	c->hash = calloc(c->nbuckets, sizeof(*c->hash));
+	if (!c->hash) {
+		free(c);
+		return -ENOMEM;
+	}
+	c->max_unused = MQ_MAX(bytes / IC_BYTES_PER_UNUSED, IC_UNUSED_MIN);
+	pthread_mutex_init(&c->lock, NULL);
+	mq_list_init(&c->lru);
+	fs->icache = c;
+	return 0;
+}
+
+/* ---- inode records ---------------------------------------------------------- */
+
+/* Where inode @ino's record lives (FORMAT.md §6). */
+static void ic_locate(struct mqfs_fs *fs, uint64_t ino, uint64_t *blk,
+		      size_t *off)
+{
+	struct mqfs_layout l = { .block_count = fs->block_count,
+				 .ag_count = fs->ag_count,
+				 .ag_blocks = fs->ag_blocks,
+				 .journal_start = fs->journal_start,
+				 .journal_blocks = fs->journal_blocks };
+	uint32_t ag = (uint32_t)((ino - 1) / fs->inodes_per_ag);
+	uint32_t i = (uint32_t)((ino - 1) % fs->inodes_per_ag);
+
+	*blk = mqfs_ag_meta_start(&l, ag) + 3 + i / MQFS_INODES_PER_BLOCK;
+	*off = mqfs_itable_offset(i % MQFS_INODES_PER_BLOCK);
+}
+
+static int ic_read_record(struct mqfs_fs *fs, uint64_t ino,
+			  struct mqfs_inode *d)
+{
+	struct mqfs_buf *b;
+	uint64_t blk;
+	size_t off;
+	int err;
+
+	ic_locate(fs, ino, &blk, &off);
+	err = mqfs_buf_read(fs, blk, MQFS_T_ITABLE, &b);
+	if (err)
+		return err;
+	mqfs_buf_lock(b);
+	memcpy(d, (char *)b->data + off, sizeof(*d));
+	mqfs_buf_unlock(b);
+	mqfs_buf_put(b);
+	return d->mode ? 0 : -ENOENT;
+}
+
+int mqfs_inode_dirty(struct mqfs_handle *h, struct mqfs_ino *ip)
+{
+	struct mqfs_buf *b;
+	uint64_t blk;
+	size_t off;
+	int err;
+
+	if (ip->deleted)
+		return -ENOENT;
+	ic_locate(h->fs, ip->ino, &blk, &off);
+	err = mqfs_buf_read(h->fs, blk, MQFS_T_ITABLE, &b);
+	if (err)
+		return err;
+	mqfs_buf_lock(b);
+	pthread_mutex_lock(&ip->meta_lock);
+	memcpy((char *)b->data + off, &ip->d, sizeof(ip->d));
+	pthread_mutex_unlock(&ip->meta_lock);
+	mqfs_trans_dirty(h, b);
+	mqfs_buf_unlock(b);
+	mqfs_buf_put(b);
+	return 0;
+}
+
+/* ---- get / put ------------------------------------------------------------ */
+
+int mqfs_iget(struct mqfs_fs *fs, uint64_t ino, struct mqfs_ino **out)
+{
+	struct mqfs_icache *c = fs->icache;
+	struct mqfs_ino *ip;
+	struct ic_ent *e;
+	int err;
+
+	*out = NULL;
+	if (!ino || ino > fs->inode_count)
+		return -ENOENT;
+	pthread_mutex_lock(&c->lock);
+	ip = ic_find_locked(c, ino);
+	if (ip)
+		ic_hold_locked(c, ip);
+	pthread_mutex_unlock(&c->lock);
+	if (ip) {
+		*out = ip;
+		return 0;
+	}
+	e = ic_alloc(ino);
+	if (!e)
+		return -ENOMEM;
+	err = ic_read_record(fs, ino, &e->ip.d);
+	if (err) {
+		ic_free(e);
+		return err;
+	}
+	if (e->ip.d.orphan_next)
+		e->orphan = IC_ORPH_ON;
+	pthread_mutex_lock(&c->lock);
+	/* Another thread may have read it meanwhile: theirs wins. */
+	ip = ic_find_locked(c, ino);
+	if (ip) {
+		ic_hold_locked(c, ip);
+	} else {
+		ip = &e->ip;
+		ip->refcount = 1;
+		ic_insert_locked(c, ip);
+		e = NULL;
+	}
+	pthread_mutex_unlock(&c->lock);
+	if (e)
+		ic_free(e);
+	*out = ip;
+	return 0;
+}
+
+static int ic_delete(struct mqfs_fs *fs, struct ic_ent *e);
+
+/*
+ * Drop a reference.  @may_delete is false on the orphan walk, which
+ * runs inside a handle with sb_lock held: an orphan it touched is left
+ * cached (and on the orphan list) instead of being deleted there.
+ */
+static void ic_put(struct mqfs_fs *fs, struct mqfs_ino *ip, bool may_delete)
+{
+	struct mq_list_head victims = MQ_LIST_HEAD_INIT(victims);
+	struct mqfs_icache *c = fs->icache;
+	struct ic_ent *e = ic_ent(ip);
+
+	pthread_mutex_lock(&c->lock);
+	MQ_ASSERT(ip->refcount > 0);
+	ip->refcount--;
+	if (!ic_unused(ip)) {
+		pthread_mutex_unlock(&c->lock);
+		return;
+	}
+	if (!e->hashed) {
+		/*
+		 * Deleted or dropped while this reference was held (an
+		 * orphan walk's reference may outlive the deleter's).
+		 */
+		pthread_mutex_unlock(&c->lock);
+		ic_free(e);
+		return;
+	}
+	if (e->dying) {
+		pthread_mutex_unlock(&c->lock);
+		return;
+	}
+	if (!ip->d.nlink && may_delete && !mqfs_fs_writable(fs)) {
+		e->dying = true;
+		ip->refcount = 1;	/* the deleter's */
+		pthread_mutex_unlock(&c->lock);
+		ic_delete(fs, e);
+		return;
+	}
+	ic_park_locked(c, ip, &victims);
+	pthread_mutex_unlock(&c->lock);
+	ic_free_list(&victims);
+}
+
+void mqfs_iput(struct mqfs_fs *fs, struct mqfs_ino *ip)
+{
+	ic_put(fs, ip, true);
+}
+
+/* Take @ip out of the cache and drop the caller's reference. */
+static void ic_unhash_put(struct mqfs_fs *fs, struct ic_ent *e)
+{
+	struct mqfs_icache *c = fs->icache;
+	bool last;
+
+	pthread_mutex_lock(&c->lock);
+	ic_unhash_locked(c, &e->ip);
+	MQ_ASSERT(e->ip.refcount > 0);
+	last = --e->ip.refcount == 0;
+	pthread_mutex_unlock(&c->lock);
+	if (last)
+		ic_free(e);
+}
+
+void mqfs_ino_lookup_inc(struct mqfs_fs *fs, struct mqfs_ino *ip)
+{
+	pthread_mutex_lock(&fs->icache->lock);
+	ip->nlookup++;
+	pthread_mutex_unlock(&fs->icache->lock);
+}
+
+void mqfs_ino_open_inc(struct mqfs_fs *fs, struct mqfs_ino *ip)
+{
+	pthread_mutex_lock(&fs->icache->lock);
+	ip->open_count++;
+	pthread_mutex_unlock(&fs->icache->lock);
+}
+
+/* The caller still holds a reference; its mqfs_iput does the rest. */
+void mqfs_ino_open_dec(struct mqfs_fs *fs, struct mqfs_ino *ip)
+{
+	pthread_mutex_lock(&fs->icache->lock);
+	MQ_ASSERT(ip->open_count > 0);
+	ip->open_count--;
+	pthread_mutex_unlock(&fs->icache->lock);
+}
+
+void mqfs_forget(struct mqfs_fs *fs, uint64_t ino, uint64_t nlookup)
+{
+	struct mqfs_icache *c = fs->icache;
+	struct mqfs_ino *ip;
+
+	pthread_mutex_lock(&c->lock);
+	ip = ic_find_locked(c, ino);
+	if (!ip) {
+		pthread_mutex_unlock(&c->lock);
+		fprintf(stderr, "mqfs: inode %" PRIu64 ": forget of an inode "
+			"that is not cached\n", ino);
+		return;
+	}
+	if (nlookup > ip->nlookup) {
+		fprintf(stderr, "mqfs: inode %" PRIu64 ": forget %" PRIu64
+			" of %" PRIu64 " lookups\n", ino, nlookup,
+			ip->nlookup);
+		nlookup = ip->nlookup;
+	}
+	ip->nlookup -= nlookup;
+	ic_hold_locked(c, ip);
+	pthread_mutex_unlock(&c->lock);
+	mqfs_iput(fs, ip);
+}
+
+/* ---- new inodes ------------------------------------------------------------- */
+
+static uint64_t ic_next_generation(struct mqfs_handle *h)
+{
+	struct mqfs_fs *fs = h->fs;
+	uint64_t gen;
+
+	pthread_mutex_lock(&fs->sb_lock);
+	mqfs_buf_lock(fs->sb_buf);
+	gen = mqfs_sb(fs)->inode_gen++;
+	mqfs_trans_dirty(h, fs->sb_buf);
+	mqfs_buf_unlock(fs->sb_buf);
+	pthread_mutex_unlock(&fs->sb_lock);
+	return gen;
+}
+
+/* Credits: 2 (the superblock for inode_gen, the inode table block). */
+int mqfs_inew(struct mqfs_handle *h, uint64_t ino, mode_t mode, uid_t uid,
+	      gid_t gid, struct mqfs_ino **out)
+{
+	struct mqfs_fs *fs = h->fs;
+	struct mqfs_icache *c = fs->icache;
+	struct mqfs_inode *d;
+	struct ic_ent *e;
+	bool dup;
+	int err;
+
+	*out = NULL;
+	if (!ino || ino > fs->inode_count || !(mode & S_IFMT))
+		return -EINVAL;
+	e = ic_alloc(ino);
+	if (!e)
+		return -ENOMEM;
+	d = &e->ip.d;
+	d->mode = (uint16_t)mode;
+	d->uid = uid;
+	d->gid = gid;
+	d->nlink = 1;
+	mqfs_now(&d->ctime_sec, &d->ctime_nsec);
+	d->atime_sec = d->mtime_sec = d->crtime_sec = d->ctime_sec;
+	d->atime_nsec = d->mtime_nsec = d->crtime_nsec = d->ctime_nsec;
+	d->generation = ic_next_generation(h);
+	e->orphan = IC_ORPH_OFF;
+	e->ip.refcount = 1;
+	pthread_mutex_lock(&c->lock);
+	dup = ic_find_locked(c, ino) != NULL;
+	if (!dup)
+		ic_insert_locked(c, &e->ip);
+	pthread_mutex_unlock(&c->lock);
+	if (dup) {
+		ic_free(e);
+		mqfs_fs_error(fs, 0, "inode %" PRIu64 " allocated while in "
+			      "use", ino);
+		return -EUCLEAN;
+	}
+	err = mqfs_inode_dirty(h, &e->ip);
+	if (err) {
+		ic_unhash_put(fs, e);
+		return err;
+	}
+	*out = &e->ip;
+	return 0;
+}
+
+/* ---- deletion ------------------------------------------------------------ */
+
+/* Regular files, directories and block symlinks map data extents. */
+static bool ic_has_extents(const struct mqfs_inode *d)
+{
+	if (d->iflags & MQFS_IF_INLINE_DATA)
+		return false;
+	return S_ISREG(d->mode) || S_ISDIR(d->mode) || S_ISLNK(d->mode);
+}
+
+/* Everything but the data, in one handle. */
+static int ic_delete_record(struct mqfs_fs *fs, struct ic_ent *e)
+{
+	struct mqfs_ino *ip = &e->ip;
+	bool was_dir = S_ISDIR(ip->d.mode);
+	struct mqfs_handle h;
+	int err, err2;
+
+	err = mqfs_trans_start(fs, IC_DELETE_CREDITS, &h);
+	if (err)
+		return err;
+	if (ip->d.xattr_blk)
+		err = mqfs_xattr_drop(&h, ip);
+	if (!err)
+		err = mqfs_orphan_del(&h, ip);
+	if (!err) {
+		pthread_mutex_lock(&ip->meta_lock);
+		memset(&ip->d, 0, sizeof(ip->d));
+		pthread_mutex_unlock(&ip->meta_lock);
+		err = mqfs_inode_dirty(&h, ip);
+	}
+	if (!err) {
+		/* Out of the cache before the number can be handed out. */
+		ip->deleted = true;
+		pthread_mutex_lock(&fs->icache->lock);
+		ic_unhash_locked(fs->icache, ip);
+		pthread_mutex_unlock(&fs->icache->lock);
+		err = mqfs_ifree(&h, ip->ino, was_dir);
+	}
+	err2 = mqfs_trans_stop(&h);
+	return err ? err : err2;
+}
+
+/*
+ * Delete @e (marked dying; the caller's reference is consumed).  On
+ * failure the inode leaves the cache but stays on the on-disk orphan
+ * list for the next mount.
+ */
+static int ic_delete(struct mqfs_fs *fs, struct ic_ent *e)
+{
+	struct mqfs_ino *ip = &e->ip;
+	int err = 0;
+
+	if (ic_has_extents(&ip->d)) {
+		pthread_rwlock_wrlock(&ip->lock);
+		err = mqfs_file_free_all(fs, ip);
+		pthread_rwlock_unlock(&ip->lock);
+	}
+	if (!err)
+		err = ic_delete_record(fs, e);
+	if (err)
+		fprintf(stderr, "mqfs: inode %" PRIu64 ": delete failed "
+			"(%d); it stays on the orphan list\n", ip->ino, err);
+	ic_unhash_put(fs, e);
+	return err;
+}
+
+/*
+ * Unmount: unlinked inodes the front end still refers to are deleted
+ * now (FUSE sends no forget at unmount), then every entry is freed.
+ */
+/*
+ * Collect the unlinked inodes into an array, not a list through e->lru:
+ * ic_delete's orphan walk takes references (ic_hold_locked) on other
+ * orphans, which unlinks them from whatever list e->lru is on.
+ */
+static size_t ic_collect_unlinked(struct mqfs_icache *c, struct ic_ent ***out)
+{
+	struct ic_ent **v = NULL;
+	size_t n = 0, cap = 0;
+
+	pthread_mutex_lock(&c->lock);
+	for (size_t i = 0; i < c->nbuckets; i++) {
+		for (struct mqfs_ino *ip = c->hash[i]; ip; ip = ip->hash_next) {
+			struct ic_ent *e = ic_ent(ip);
+
+			if (ip->d.nlink || e->dying)
+				continue;
+			if (n == cap) {
+				struct ic_ent **nv;
+
+				cap = cap ? 2 * cap : 64;
+				nv = realloc(v, cap * sizeof(*v));
+				if (!nv)
+					goto out;	/* the next mount frees the rest */
+				v = nv;
+			}
+			/* One reference for ic_delete, one to free it here
+			 * even if the front end still holds some. */
+			ic_hold_locked(c, ip);
+			ip->refcount++;
+			e->dying = true;
+			v[n++] = e;
+		}
+	}
+out:
+	pthread_mutex_unlock(&c->lock);
+	*out = v;
+	return n;
+}
+
+static void ic_delete_unlinked(struct mqfs_fs *fs)
+{
+	struct ic_ent **v;
+	size_t n = ic_collect_unlinked(fs->icache, &v);
+
+	for (size_t i = 0; i < n; i++) {
+		struct ic_ent *e = v[i];
+
+		ic_delete(fs, e);
+		if (e->ip.refcount > 1)
+			fprintf(stderr, "mqfs: inode %" PRIu64 ": still "
+				"referenced at teardown\n", e->ip.ino);
+		ic_free(e);
+	}
+	free(v);
+}
+
+void mqfs_icache_destroy(struct mqfs_fs *fs)
+{
+	struct mqfs_icache *c = fs->icache;
+	unsigned held = 0;
+
+	if (!c)
+		return;
+	if (!mqfs_fs_writable(fs))
+		ic_delete_unlinked(fs);
+	for (size_t i = 0; i < c->nbuckets; i++) {
+		while (c->hash[i]) {
+			struct mqfs_ino *ip = c->hash[i];
+
+			if (ip->refcount || ip->open_count)
+				held++;
+			c->hash[i] = ip->hash_next;
+			ic_free(ic_ent(ip));
+		}
+	}
+	if (held)
+		fprintf(stderr, "mqfs: icache: %u inodes still referenced "
+			"or open at teardown\n", held);
+	pthread_mutex_destroy(&c->lock);
+	free(c->hash);
+	free(c);
+	fs->icache = NULL;
+}
+
+/* ---- orphan list ----------------------------------------------------------- */
+
+static uint64_t ic_orphan_next(struct mqfs_ino *ip)
+{
+	uint64_t next;
+
+	pthread_mutex_lock(&ip->meta_lock);
+	next = ip->d.orphan_next;
+	pthread_mutex_unlock(&ip->meta_lock);
+	return next;
+}
+
+static void ic_set_orphan_next(struct mqfs_ino *ip, uint64_t next)
+{
+	pthread_mutex_lock(&ip->meta_lock);
+	ip->d.orphan_next = next;
+	pthread_mutex_unlock(&ip->meta_lock);
+}
+
+static void ic_set_orphan_head(struct mqfs_handle *h, uint64_t ino)
+{
+	struct mqfs_fs *fs = h->fs;
+
+	mqfs_buf_lock(fs->sb_buf);
+	mqfs_sb(fs)->orphan_head = ino;
+	mqfs_trans_dirty(h, fs->sb_buf);
+	mqfs_buf_unlock(fs->sb_buf);
+}
+
+/*
+ * Find the orphan before @ino (sb_lock held): *prev NULL when @ino is
+ * the head, else a reference the caller drops with ic_put(.., false).
+ * -ENOENT: @ino is not on the list.  The walk is bounded, so a cycle
+ * on disk is reported instead of followed forever.
+ */
+static int orphan_find_prev(struct mqfs_fs *fs, uint64_t ino,
+			    struct mqfs_ino **prev)
+{
+	uint64_t cur = mqfs_sb(fs)->orphan_head, steps = 0;
+	struct mqfs_ino *p;
+	int err;
+
+	*prev = NULL;
+	if (cur == ino)
+		return 0;
+	while (cur) {
+		uint64_t next;
+
+		if (++steps > fs->inode_count) {
+			mqfs_fs_error(fs, 0, "orphan list has a cycle");
+			return -EUCLEAN;
+		}
+		err = mqfs_iget(fs, cur, &p);
+		if (err) {
+			mqfs_fs_error(fs, 0, "orphan list: inode %" PRIu64
+				      " unreadable (%d)", cur, err);
+			return err == -ENOENT ? -EUCLEAN : err;
+		}
+		next = ic_orphan_next(p);
+		if (next == ino) {
+			*prev = p;
+			return 0;
+		}
+		ic_put(fs, p, false);
+		cur = next;
+	}
+	return -ENOENT;
+}
+
+/* Credits: 2 (the superblock, the inode's table block). */
+int mqfs_orphan_add(struct mqfs_handle *h, struct mqfs_ino *ip)
+{
+	struct mqfs_fs *fs = h->fs;
+	struct ic_ent *e = ic_ent(ip);
+	struct mqfs_ino *prev;
+	uint64_t head;
+	int err = 0;
+
+	pthread_mutex_lock(&fs->sb_lock);
+	if (e->orphan == IC_ORPH_UNKNOWN) {
+		err = orphan_find_prev(fs, ip->ino, &prev);
+		if (!err) {
+			e->orphan = IC_ORPH_ON;
+			if (prev)
+				ic_put(fs, prev, false);
+		} else if (err == -ENOENT) {
+			e->orphan = IC_ORPH_OFF;
+			err = 0;
+		}
+	}
+	if (err || e->orphan == IC_ORPH_ON)
+		goto out;
+	/* The inode first: the head never points at a stale link. */
+	head = mqfs_sb(fs)->orphan_head;
+	ic_set_orphan_next(ip, head);
+	err = mqfs_inode_dirty(h, ip);
+	if (err) {
+		ic_set_orphan_next(ip, 0);
+		goto out;
+	}
+	ic_set_orphan_head(h, ip->ino);
+	e->orphan = IC_ORPH_ON;
+out:
+	pthread_mutex_unlock(&fs->sb_lock);
+	return err;
+}
+
+/* Credits: 2 (the superblock or the predecessor, and the inode). */
+int mqfs_orphan_del(struct mqfs_handle *h, struct mqfs_ino *ip)
+{
+	struct mqfs_fs *fs = h->fs;
+	struct ic_ent *e = ic_ent(ip);
+	struct mqfs_ino *prev;
+	uint64_t next;
+	int err;
+
+	pthread_mutex_lock(&fs->sb_lock);
+	if (e->orphan == IC_ORPH_OFF) {
+		pthread_mutex_unlock(&fs->sb_lock);
+		return 0;
+	}
+	err = orphan_find_prev(fs, ip->ino, &prev);
+	if (err == -ENOENT) {
+		e->orphan = IC_ORPH_OFF;
+		err = 0;
+		goto out;
+	}
+	if (err)
+		goto out;
+	next = ic_orphan_next(ip);
+	if (prev) {
+		ic_set_orphan_next(prev, next);
+		err = mqfs_inode_dirty(h, prev);
+		ic_put(fs, prev, false);
+	} else {
+		ic_set_orphan_head(h, next);
+	}
+	if (!err) {
+		ic_set_orphan_next(ip, 0);
+		err = mqfs_inode_dirty(h, ip);
+		e->orphan = IC_ORPH_OFF;
+	}
+out:
+	pthread_mutex_unlock(&fs->sb_lock);
+	return err;
+}
+
+/*
+ * An orphan that still has links: a truncate cut short by the crash.
+ * Finish it (free the blocks past the end; mqfs_file_truncate takes it
+ * off the list), or for other types just unlist it.
+ */
+static int orphan_unlist(struct mqfs_fs *fs, struct mqfs_ino *ip)
+{
+	struct mqfs_handle h;
+	int err, err2;
+
+	if (S_ISREG(ip->d.mode)) {
+		pthread_rwlock_wrlock(&ip->lock);
+		err = mqfs_file_truncate(fs, ip, ip->d.size);
+		pthread_rwlock_unlock(&ip->lock);
+		return err;
+	}
+	err = mqfs_trans_start(fs, 2, &h);
+	if (err)
+		return err;
+	err = mqfs_orphan_del(&h, ip);
+	err2 = mqfs_trans_stop(&h);
+	return err ? err : err2;
+}
+
+int mqfs_orphan_recover(struct mqfs_fs *fs)
+{
+	uint64_t ino, steps = 0, done = 0;
+	struct mqfs_ino *ip;
+	int err;
+
+	if (mqfs_fs_writable(fs))
+		return 0;	/* read-only: the next rw mount does it */
+	for (;;) {
+		pthread_mutex_lock(&fs->sb_lock);
+		ino = mqfs_sb(fs)->orphan_head;
+		pthread_mutex_unlock(&fs->sb_lock);
+		if (!ino)
+			break;
+		if (++steps > fs->inode_count) {
+			mqfs_fs_error(fs, 0, "orphan list has a cycle");
+			return -EUCLEAN;
+		}
+		err = mqfs_iget(fs, ino, &ip);
+		if (err) {
+			mqfs_fs_error(fs, 0, "orphan list: inode %" PRIu64
+				      " unreadable (%d)", ino, err);
+			return err == -ENOENT ? -EUCLEAN : err;
+		}
+		if (!ip->d.nlink) {
+			pthread_mutex_lock(&fs->icache->lock);
+			ic_ent(ip)->dying = true;
+			pthread_mutex_unlock(&fs->icache->lock);
+			err = ic_delete(fs, ic_ent(ip));
+			done++;
+		} else {
+			err = orphan_unlist(fs, ip);
+			mqfs_iput(fs, ip);
+		}
+		if (err)
+			return err;
+	}
+	if (done)
+		fprintf(stderr, "mqfs: deleted %" PRIu64 " orphan inodes\n",
+			done);
+	return 0;
+}
+
+/* ---- attributes, locks, direct I/O --------------------------------------- */
+
+void mqfs_inode_stat(struct mqfs_fs *fs, struct mqfs_ino *ip,
+		     struct stat *st)
+{
+	const struct mqfs_inode *d = &ip->d;
+
+	(void)fs;
+	memset(st, 0, sizeof(*st));
+	st->st_ino = ip->ino;
+	st->st_blksize = MQFS_BLOCK_SIZE;
+	pthread_mutex_lock(&ip->meta_lock);
+	st->st_mode = d->mode;
+	st->st_nlink = d->nlink;
+	st->st_uid = d->uid;
+	st->st_gid = d->gid;
+	st->st_rdev = d->rdev;
+	st->st_size = (off_t)d->size;
+	st->st_blocks = (blkcnt_t)(d->blocks * (MQFS_BLOCK_SIZE / 512));
+	st->st_atim.tv_sec = (time_t)d->atime_sec;
+	st->st_atim.tv_nsec = d->atime_nsec;
+	st->st_mtim.tv_sec = (time_t)d->mtime_sec;
+	st->st_mtim.tv_nsec = d->mtime_nsec;
+	st->st_ctim.tv_sec = (time_t)d->ctime_sec;
+	st->st_ctim.tv_nsec = d->ctime_nsec;
+	pthread_mutex_unlock(&ip->meta_lock);
+}
+
+void mqfs_touch(struct mqfs_ino *ip, bool atime, bool mtime, bool ctime)
+{
+	uint64_t sec;
+	uint32_t nsec;
+
+	mqfs_now(&sec, &nsec);
+	pthread_mutex_lock(&ip->meta_lock);
+	if (atime) {
+		ip->d.atime_sec = sec;
+		ip->d.atime_nsec = nsec;
+	}
+	if (mtime) {
+		ip->d.mtime_sec = sec;
+		ip->d.mtime_nsec = nsec;
+	}
+	if (ctime) {
+		ip->d.ctime_sec = sec;
+		ip->d.ctime_nsec = nsec;
+	}
+	pthread_mutex_unlock(&ip->meta_lock);
+}
+
+void mqfs_ino_lock2(struct mqfs_ino *a, struct mqfs_ino *b)
+{
+	if (!b || a == b) {
+		pthread_rwlock_wrlock(&a->lock);
+		return;
+	}
+	if (a->ino > b->ino) {
+		struct mqfs_ino *t = a;
+
+		a = b;
+		b = t;
+	}
+	pthread_rwlock_wrlock(&a->lock);
+	pthread_rwlock_wrlock(&b->lock);
+}
+
+void mqfs_ino_unlock2(struct mqfs_ino *a, struct mqfs_ino *b)
+{
+	pthread_rwlock_unlock(&a->lock);
+	if (b && b != a)
+		pthread_rwlock_unlock(&b->lock);
+}
+
+void mqfs_ino_dio_start(struct mqfs_ino *ip)
+{
+	pthread_mutex_lock(&ip->dio_lock);
+	ip->dio_count++;
+	pthread_mutex_unlock(&ip->dio_lock);
+}
+
+void mqfs_ino_dio_end(struct mqfs_ino *ip)
+{
+	pthread_mutex_lock(&ip->dio_lock);
+	MQ_ASSERT(ip->dio_count > 0);
+	if (--ip->dio_count == 0)
+		pthread_cond_broadcast(&ip->dio_cond);
+	pthread_mutex_unlock(&ip->dio_lock);
+}
+
+void mqfs_ino_dio_wait(struct mqfs_ino *ip)
+{
+	/* The bios we wait for may sit in this thread's plug. */
+	mq_flush_plug();
+	pthread_mutex_lock(&ip->dio_lock);
+	while (ip->dio_count)
+		pthread_cond_wait(&ip->dio_cond, &ip->dio_lock);
+	pthread_mutex_unlock(&ip->dio_lock);
+}

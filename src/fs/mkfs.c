@@ -1,0 +1,410 @@
+// SPDX-License-Identifier: MIT
+/*
+ * mkfs.c - lay out and write a new filesystem (the library half of
+ * mkfs.mqfs; FORMAT.md "Layout").
+ *
+ * Every write goes through the block layer like any other I/O.  Inode
+ * tables are not written block by block: one WRITE_ZEROES per AG makes
+ * them all-zero, which the buffer cache and fsck read as "all inodes
+ * free" (the kernel's lazy_itable_init, done eagerly but cheaply).
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "fs_i.h"
+
+#define MKFS_JOURNAL_MIN	64u	/* blocks */
+#define MKFS_JOURNAL_DEF_MIN	256u	/* 1 MiB */
+#define MKFS_JOURNAL_DEF_MAX	8192u	/* 32 MiB */
+#define MKFS_AG_MIN		64u
+#define MKFS_DATA_MIN		8u	/* data blocks an AG must keep */
+#define MKFS_BYTES_PER_INODE	16384u
+
+uint64_t mqfs_ag_meta_start(const struct mqfs_layout *l, uint32_t ag)
+{
+	return ag == 0 ? 1 + (uint64_t)l->journal_blocks
+		       : (uint64_t)ag * l->ag_blocks;
+}
+
+static uint32_t layout_ag_size(const struct mqfs_layout *l, uint32_t ag)
+{
+	uint64_t first = (uint64_t)ag * l->ag_blocks;
+	uint64_t end = first + l->ag_blocks;
+
+	if (end > l->block_count)
+		end = l->block_count;
+	return (uint32_t)(end - first);
+}
+
+/* Blocks AG @ag needs before any data: its metadata (and sb, journal). */
+static uint64_t layout_ag_overhead(const struct mqfs_layout *l, uint32_t ag)
+{
+	uint64_t n = 3 + (uint64_t)l->itable_blocks;
+
+	if (ag == 0)
+		n += 1 + l->journal_blocks;
+	return n;
+}
+
+static uint32_t layout_journal(uint64_t blocks, const struct mqfs_mkfs_opts *o,
+			       uint32_t ag_blocks)
+{
+	uint64_t j = o->journal_bytes ? o->journal_bytes / MQFS_BLOCK_SIZE
+				      : blocks / 64;
+
+	if (!o->journal_bytes) {
+		if (j < MKFS_JOURNAL_DEF_MIN)
+			j = MKFS_JOURNAL_DEF_MIN;
+		if (j > MKFS_JOURNAL_DEF_MAX)
+			j = MKFS_JOURNAL_DEF_MAX;
+	}
+	if (j > blocks / 4)
+		j = blocks / 4;
+	if (j > ag_blocks / 2)
+		j = ag_blocks / 2;
+	return (uint32_t)j;
+}
+
+/* A filesystem smaller than one AG sizes its inodes by what it has. */
+static uint32_t layout_inodes_per_ag(const struct mqfs_mkfs_opts *o,
+				     uint64_t blocks, uint32_t ag_count,
+				     uint32_t ag_blocks)
+{
+	uint64_t per_ag = blocks < ag_blocks ? blocks : ag_blocks;
+	uint64_t n = o->inodes ? (o->inodes + ag_count - 1) / ag_count
+			       : per_ag * MQFS_BLOCK_SIZE /
+				 MKFS_BYTES_PER_INODE;
+	uint64_t max = MQFS_BITMAP_BITS / MQFS_INODES_PER_BLOCK *
+		       MQFS_INODES_PER_BLOCK;
+
+	n = (n + MQFS_INODES_PER_BLOCK - 1) / MQFS_INODES_PER_BLOCK *
+	    MQFS_INODES_PER_BLOCK;
+	if (n < MQFS_INODES_PER_BLOCK)
+		n = MQFS_INODES_PER_BLOCK;
+	return (uint32_t)(n > max ? max : n);
+}
+
+int mqfs_layout_compute(uint64_t block_count, const struct mqfs_mkfs_opts *o,
+			struct mqfs_layout *l)
+{
+	uint32_t ag_blocks = o->ag_blocks ? o->ag_blocks : MQFS_AG_MAX_BLOCKS;
+	uint32_t last;
+
+	if (ag_blocks < MKFS_AG_MIN || ag_blocks > MQFS_AG_MAX_BLOCKS)
+		return -EINVAL;
+	if (block_count < MQFS_MIN_BLOCKS)
+		return -ENOSPC;
+	memset(l, 0, sizeof(*l));
+	l->block_count = block_count;
+	l->ag_blocks = ag_blocks;
+	l->ag_count = (uint32_t)((block_count + ag_blocks - 1) / ag_blocks);
+	l->journal_start = 1;
+	l->journal_blocks = layout_journal(block_count, o, ag_blocks);
+	if (l->journal_blocks < MKFS_JOURNAL_MIN)
+		return o->journal_bytes ? -EINVAL : -ENOSPC;
+	l->inodes_per_ag = layout_inodes_per_ag(o, block_count, l->ag_count,
+						 ag_blocks);
+	l->itable_blocks = l->inodes_per_ag / MQFS_INODES_PER_BLOCK;
+	/* A short last AG that cannot hold its own metadata is cut off. */
+	last = l->ag_count - 1;
+	if (last > 0 && layout_ag_size(l, last) <
+	    layout_ag_overhead(l, last) + 1 + MKFS_DATA_MIN) {
+		l->ag_count--;
+		l->block_count = (uint64_t)l->ag_count * ag_blocks;
+		last--;
+	}
+	if (layout_ag_size(l, last) <
+	    layout_ag_overhead(l, last) + (last == 0 ? 1 : 0) + 1 +
+	    MKFS_DATA_MIN)
+		return -ENOSPC;
+	if (o->inodes && (uint64_t)l->inodes_per_ag * l->ag_count < o->inodes)
+		return -EINVAL;
+	return 0;
+}
+
+static void bitmap_set_range(uint8_t *bits, uint64_t from, uint64_t to)
+{
+	for (uint64_t i = from; i < to; i++)
+		bits[i / 8] |= (uint8_t)(1u << (i % 8));
+}
+
+/* The block bitmap of AG @ag with every non-data block marked. */
+static uint32_t mkfs_block_bitmap(const struct mqfs_layout *l, uint32_t ag,
+				  uint8_t *blk)
+{
+	uint8_t *bits = blk + MQFS_HDR_SIZE;
+	uint64_t first = (uint64_t)ag * l->ag_blocks;
+	uint64_t meta = mqfs_ag_meta_start(l, ag) - first;
+	uint32_t size = layout_ag_size(l, ag);
+	uint32_t used;
+
+	bitmap_set_range(bits, size, MQFS_BITMAP_BITS);
+	if (ag == 0)
+		bitmap_set_range(bits, 0, 1 + l->journal_blocks);
+	bitmap_set_range(bits, meta, meta + 3 + l->itable_blocks);
+	used = (uint32_t)layout_ag_overhead(l, ag);
+	if (ag == l->ag_count - 1) {
+		bitmap_set_range(bits, size - 1, size);	/* backup sb */
+		used++;
+	}
+	return size - used;
+}
+
+static void mkfs_root_inode(struct mqfs_inode *d, uint64_t now)
+{
+	memset(d, 0, sizeof(*d));
+	d->mode = S_IFDIR | 0755;
+	d->nlink = 2;
+	d->uid = (uint32_t)getuid();
+	d->gid = (uint32_t)getgid();
+	d->atime_sec = d->mtime_sec = d->ctime_sec = d->crtime_sec = now;
+	d->parent = MQFS_ROOT_INO;
+}
+
+struct mkfs_ctx {
+	struct mq_queue *q;
+	const struct mqfs_layout *l;
+	struct mqfs_bio_batch batch;
+	uint8_t *mem;			/* one block per AG-metadata write */
+	uint8_t *zeroes;		/* inode-table zeroes, NULL: WRITE_ZEROES */
+	uint64_t now;
+};
+
+/* Write AG @ag's header and bitmaps (3 blocks of ctx->mem). */
+static void mkfs_write_ag(struct mkfs_ctx *c, uint32_t ag)
+{
+	const struct mqfs_layout *l = c->l;
+	uint64_t meta = mqfs_ag_meta_start(l, ag);
+	uint8_t *blk = c->mem;
+	struct mqfs_ag *h = (struct mqfs_ag *)blk;
+	uint8_t *ibits = blk + 2 * MQFS_BLOCK_SIZE + MQFS_HDR_SIZE;
+
+	memset(blk, 0, 3 * MQFS_BLOCK_SIZE);
+	h->free_blocks = mkfs_block_bitmap(l, ag, blk + MQFS_BLOCK_SIZE);
+	bitmap_set_range(ibits, l->inodes_per_ag, MQFS_BITMAP_BITS);
+	h->free_inodes = l->inodes_per_ag;
+	if (ag == 0) {
+		bitmap_set_range(ibits, 0, 1);		/* the root */
+		h->free_inodes--;
+		h->dirs = 1;
+	}
+	h->ag_index = ag;
+	h->block_count = layout_ag_size(l, ag);
+	h->first_block = (uint64_t)ag * l->ag_blocks;
+	h->bbitmap_blk = meta + 1;
+	h->ibitmap_blk = meta + 2;
+	h->itable_blk = meta + 3;
+	mqfs_blk_seal(blk, MQFS_T_AG, meta, 0);
+	mqfs_blk_seal(blk + MQFS_BLOCK_SIZE, MQFS_T_BBITMAP, meta + 1, 0);
+	mqfs_blk_seal(blk + 2 * MQFS_BLOCK_SIZE, MQFS_T_IBITMAP, meta + 2, 0);
+	mqfs_batch_add(c->q, &c->batch, MQ_OP_WRITE, meta, blk, 3, 0);
+	if (c->zeroes)
+		mqfs_batch_add(c->q, &c->batch, MQ_OP_WRITE, meta + 3,
+			       c->zeroes, l->itable_blocks, 0);
+	else
+		mqfs_batch_add(c->q, &c->batch, MQ_OP_WRITE_ZEROES, meta + 3,
+			       NULL, l->itable_blocks, 0);
+}
+
+static void mkfs_fill_super(const struct mqfs_layout *l,
+			    const struct mqfs_mkfs_opts *o, uint64_t now,
+			    const uint8_t *uuid, uint64_t free_blocks,
+			    struct mqfs_super *sb)
+{
+	memset(sb, 0, MQFS_BLOCK_SIZE);
+	sb->format_version = MQFS_FORMAT_VERSION;
+	sb->block_size = MQFS_BLOCK_SIZE;
+	sb->block_count = l->block_count;
+	sb->ag_count = l->ag_count;
+	sb->ag_blocks = l->ag_blocks;
+	sb->inodes_per_ag = l->inodes_per_ag;
+	sb->itable_blocks = l->itable_blocks;
+	sb->inode_count = (uint64_t)l->ag_count * l->inodes_per_ag;
+	sb->journal_start = l->journal_start;
+	sb->journal_blocks = l->journal_blocks;
+	sb->state = MQFS_STATE_CLEAN;
+	sb->root_ino = MQFS_ROOT_INO;
+	sb->free_blocks = free_blocks;
+	sb->free_inodes = sb->inode_count - 1;
+	sb->mkfs_time = sb->write_time = now;
+	memcpy(sb->uuid, uuid, sizeof(sb->uuid));
+	if (o->label)
+		strncpy(sb->label, o->label, sizeof(sb->label) - 1);
+	sb->journal_seq = 1;
+	sb->inode_gen = 1;
+}
+
+static uint64_t mkfs_free_blocks(const struct mqfs_layout *l)
+{
+	uint64_t free_blocks = 0;
+	uint8_t *tmp = mqfs_alloc_blocks_mem(1);
+
+	if (!tmp)
+		return 0;
+	for (uint32_t ag = 0; ag < l->ag_count; ag++) {
+		memset(tmp, 0, MQFS_BLOCK_SIZE);
+		free_blocks += mkfs_block_bitmap(l, ag, tmp);
+	}
+	free(tmp);
+	return free_blocks;
+}
+
+/* Root inode table block, journal head, superblock and its backup. */
+static void mkfs_write_fixed(struct mkfs_ctx *c, const struct mqfs_mkfs_opts *o,
+			     const uint8_t *uuid)
+{
+	const struct mqfs_layout *l = c->l;
+	uint8_t *itab = c->mem, *jblk = c->mem + MQFS_BLOCK_SIZE;
+	uint8_t *sb = c->mem + 2 * MQFS_BLOCK_SIZE;
+	uint8_t *backup = c->mem + 3 * MQFS_BLOCK_SIZE;
+	uint64_t itable0 = mqfs_ag_meta_start(l, 0) + 3;
+
+	memset(c->mem, 0, 4 * MQFS_BLOCK_SIZE);
+	mkfs_root_inode((struct mqfs_inode *)(itab + mqfs_itable_offset(0)),
+			c->now);
+	mqfs_blk_seal(itab, MQFS_T_ITABLE, itable0, 0);
+	mkfs_fill_super(l, o, c->now, uuid, mkfs_free_blocks(l),
+			(struct mqfs_super *)sb);
+	memcpy(backup, sb, MQFS_BLOCK_SIZE);
+	mqfs_blk_seal(sb, MQFS_T_SUPER, 0, 0);
+	mqfs_blk_seal(backup, MQFS_T_SUPER, l->block_count - 1, 0);
+	mqfs_batch_add(c->q, &c->batch, MQ_OP_WRITE, itable0, itab, 1, 0);
+	mqfs_batch_add(c->q, &c->batch, MQ_OP_WRITE, l->journal_start, jblk,
+		       1, 0);
+	mqfs_batch_add(c->q, &c->batch, MQ_OP_WRITE, l->block_count - 1,
+		       backup, 1, 0);
+	/* The primary superblock goes last, after everything it describes. */
+	c->mem = sb;
+}
+
+static void mkfs_uuid(const struct mqfs_mkfs_opts *o, uint8_t *uuid)
+{
+	if (o->uuid) {
+		memcpy(uuid, o->uuid, 16);
+		return;
+	}
+	if (getrandom(uuid, 16, 0) != 16) {
+		uint64_t t = (uint64_t)time(NULL) ^ (uint64_t)getpid() << 32;
+
+		memcpy(uuid, &t, 8);
+		memcpy(uuid + 8, &t, 8);
+	}
+	uuid[6] = (uuid[6] & 0x0f) | 0x40;	/* version 4 */
+	uuid[8] = (uuid[8] & 0x3f) | 0x80;	/* RFC 4122 variant */
+}
+
+static int mkfs_check_device(struct mq_queue *q, const struct mqfs_mkfs_opts *o,
+			     uint64_t *blocks)
+{
+	uint64_t dev_bytes = mq_queue_size_bytes(q);
+	uint64_t size = o->size_bytes ? o->size_bytes : dev_bytes;
+
+	if (mq_queue_logical_block_size(q) > MQFS_BLOCK_SIZE)
+		return -EINVAL;
+	if (size > dev_bytes)
+		return -ENOSPC;
+	*blocks = size / MQFS_BLOCK_SIZE;
+	return 0;
+}
+
+#define MKFS_AG_CHUNK	256u	/* AGs written per batch */
+
+/* Write all AG metadata, MKFS_AG_CHUNK AGs per batch to bound memory. */
+static int mkfs_write_ags(struct mkfs_ctx *c, uint8_t *mem)
+{
+	int err = 0;
+
+	for (uint32_t ag = 0; ag < c->l->ag_count && !err; ) {
+		struct mq_plug plug;
+		uint32_t end = ag + MKFS_AG_CHUNK;
+
+		if (end > c->l->ag_count)
+			end = c->l->ag_count;
+		mqfs_batch_init(&c->batch);
+		mq_start_plug(&plug, 32);
+		for (uint32_t i = 0; ag < end; ag++, i++) {
+			c->mem = mem + 3 * (size_t)i * MQFS_BLOCK_SIZE;
+			mkfs_write_ag(c, ag);
+		}
+		mq_finish_plug(&plug);
+		err = mqfs_batch_wait(&c->batch);
+	}
+	return err;
+}
+
+/*
+ * Devices and files without write-zeroes (tmpfs has no ZERO_RANGE) get
+ * the inode tables written with zeroes instead, as the kernel's
+ * blkdev_issue_zeroout falls back to writing.
+ */
+static int mkfs_probe_zeroes(struct mkfs_ctx *c)
+{
+	uint64_t itable0 = mqfs_ag_meta_start(c->l, 0) + 3;
+	int err = mqfs_bio_sync(c->q, MQ_OP_WRITE_ZEROES, itable0, NULL,
+				c->l->itable_blocks, 0);
+
+	if (err != -EOPNOTSUPP && err != -EINVAL)
+		return err;
+	c->zeroes = mqfs_alloc_blocks_mem(c->l->itable_blocks);
+	return c->zeroes ? 0 : -ENOMEM;
+}
+
+static void mkfs_report(const struct mqfs_layout *l, const uint8_t *uuid,
+			struct mqfs_mkfs_report *rep)
+{
+	rep->block_count = l->block_count;
+	rep->inode_count = (uint64_t)l->ag_count * l->inodes_per_ag;
+	rep->ag_count = l->ag_count;
+	rep->ag_blocks = l->ag_blocks;
+	rep->journal_blocks = l->journal_blocks;
+	memcpy(rep->uuid, uuid, 16);
+}
+
+int mqfs_mkfs(struct mq_queue *q, const struct mqfs_mkfs_opts *o,
+	      struct mqfs_mkfs_report *rep)
+{
+	struct mqfs_layout l;
+	struct mkfs_ctx c = { .q = q, .l = &l };
+	uint8_t uuid[16], *mem;
+	uint64_t blocks;
+	int err;
+
+	err = mkfs_check_device(q, o, &blocks);
+	if (!err)
+		err = mqfs_layout_compute(blocks, o, &l);
+	if (err)
+		return err;
+	mem = mqfs_alloc_blocks_mem(3 * MKFS_AG_CHUNK);
+	if (!mem)
+		return -ENOMEM;
+	c.now = o->now_sec ? o->now_sec : (uint64_t)time(NULL);
+	mkfs_uuid(o, uuid);
+	/* No old superblock may describe a half-written new layout. */
+	err = mqfs_bio_sync(q, MQ_OP_WRITE, 0, mem, 1, 0);
+	if (!err)
+		err = mkfs_probe_zeroes(&c);
+	if (!err)
+		err = mkfs_write_ags(&c, mem);
+	if (!err) {
+		mqfs_batch_init(&c.batch);
+		c.mem = mem;
+		mkfs_write_fixed(&c, o, uuid);
+		err = mqfs_batch_wait(&c.batch);
+	}
+	if (!err)
+		err = mqfs_flush_device(q);
+	if (!err)
+		err = mqfs_bio_sync(q, MQ_OP_WRITE, 0, c.mem, 1, MQ_REQ_FUA);
+	if (!err)
+		err = mqfs_flush_device(q);
+	free(mem);
+	free(c.zeroes);
+	if (!err && rep)
+		mkfs_report(&l, uuid, rep);
+	return err;
+}

@@ -1,0 +1,1038 @@
+// SPDX-License-Identifier: MIT
+/*
+ * namei.c - the namespace calls of fs.h: lookup, creation, links,
+ * removal, rename, readlink and readdir, on top of dir.c's entries and
+ * inode.c's in-core inodes.
+ *
+ * Locking (fs_i.h lock order): inode locks are taken in ascending inode
+ * number.  A call that changes a directory and a child it finds there
+ * therefore looks the child up first (directory lock shared, child
+ * referenced), drops the lock, takes every inode it needs exclusively
+ * in number order, and then checks that the entry still names the same
+ * inode, starting over when it does not.  A rename between two
+ * directories holds fs->rename_lock around all of it, so no other
+ * directory moves while it checks that a directory is not being moved
+ * under itself (parent pointers change only there).  The transaction
+ * handle is started after the inode locks and stopped before them;
+ * references are dropped last, after the locks, because dropping the
+ * last reference of an unlinked inode frees it with its own handles.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "mqfs/compiler.h"
+#include "fs_i.h"
+
+#ifndef RENAME_NOREPLACE
+#define RENAME_NOREPLACE	(1u << 0)
+#endif
+#ifndef RENAME_EXCHANGE
+#define RENAME_EXCHANGE		(1u << 1)
+#endif
+
+#define NM_LINK_MAX		65000u	/* st_nlink limit of one inode */
+#define NM_SYMLINK_MAX		(MQFS_BLOCK_SIZE - 1)
+/*
+ * Handle credits beyond one mqfs_dir_add (mqfs_dir_credits, which has
+ * the directory's inode): creation dirties the inode bitmap and AG
+ * header (2), the superblock (inode_gen, orphan head) and the new
+ * inode's table block, and on failure the orphan list (2); a removal
+ * one directory block, two inodes and the superblock; a rename one
+ * more block and up to four inodes.
+ */
+#define NM_CREATE_CREDITS	8u
+#define NM_LINK_CREDITS		2u
+#define NM_REMOVE_CREDITS	6u
+#define NM_RENAME_CREDITS	8u
+
+/* ---- small helpers ----------------------------------------------------- */
+
+static int nm_name(const char *name, size_t *len)
+{
+	*len = strlen(name);
+	if (!*len)
+		return -ENOENT;
+	return *len > MQFS_NAME_MAX ? -ENAMETOOLONG : 0;
+}
+
+static bool nm_is_dot(const char *name)
+{
+	return !strcmp(name, ".") || !strcmp(name, "..");
+}
+
+/* The type bits never change, but chmod rewrites the field (meta_lock). */
+static mode_t nm_mode(struct mqfs_ino *ip)
+{
+	mode_t mode;
+
+	pthread_mutex_lock(&ip->meta_lock);
+	mode = ip->d.mode;
+	pthread_mutex_unlock(&ip->meta_lock);
+	return mode;
+}
+
+static unsigned nm_dtype(struct mqfs_ino *ip)
+{
+	return IFTODT(nm_mode(ip));
+}
+
+static bool nm_is_dir(struct mqfs_ino *ip)
+{
+	return S_ISDIR(nm_mode(ip));
+}
+
+/* Credits of a handle that may add one entry (@add) and @extra more. */
+static unsigned nm_credits(struct mqfs_fs *fs, bool add, unsigned extra)
+{
+	return (add ? mqfs_dir_credits(fs) : 0) + extra;
+}
+
+static int nm_iget_dir(struct mqfs_fs *fs, uint64_t ino,
+		       struct mqfs_ino **out)
+{
+	int err = mqfs_iget(fs, ino, out);
+
+	if (!err && !nm_is_dir(*out)) {
+		mqfs_iput(fs, *out);
+		err = -ENOTDIR;
+	}
+	return err;
+}
+
+/* Fill @e for the caller and count the lookup the front end now holds. */
+static void nm_entry(struct mqfs_fs *fs, struct mqfs_ino *ip,
+		     struct mqfs_entry *e)
+{
+	if (!e)
+		return;
+	memset(e, 0, sizeof(*e));
+	e->ino = ip->ino;
+	e->generation = ip->d.generation;
+	mqfs_inode_stat(fs, ip, &e->st);
+	mqfs_ino_lookup_inc(fs, ip);
+}
+
+/*
+ * Link counts and parent pointers change under ip->lock (exclusive)
+ * and also under meta_lock, because mqfs_inode_stat() reads a snapshot
+ * under meta_lock alone (lookup stats a child without its lock).
+ */
+static void nm_nlink_add(struct mqfs_ino *ip, int delta)
+{
+	pthread_mutex_lock(&ip->meta_lock);
+	ip->d.nlink = (uint32_t)((int64_t)ip->d.nlink + delta);
+	pthread_mutex_unlock(&ip->meta_lock);
+}
+
+static void nm_nlink_set(struct mqfs_ino *ip, uint32_t nlink)
+{
+	pthread_mutex_lock(&ip->meta_lock);
+	ip->d.nlink = nlink;
+	pthread_mutex_unlock(&ip->meta_lock);
+}
+
+/* Stop a handle, keeping the first error. */
+static int nm_stop(struct mqfs_handle *h, int err)
+{
+	int err2 = mqfs_trans_stop(h);
+
+	return err ? err : err2;
+}
+
+/* ---- sets of inodes locked in number order ------------------------------ */
+
+struct nm_set {
+	struct mqfs_ino *ip[4];
+	unsigned n;
+};
+
+static void nm_set_add(struct nm_set *s, struct mqfs_ino *ip)
+{
+	unsigned i;
+
+	if (!ip)
+		return;
+	for (i = 0; i < s->n; i++)
+		if (s->ip[i] == ip)
+			return;
+	MQ_ASSERT(s->n < MQ_ARRAY_SIZE(s->ip));
+	for (i = s->n++; i && s->ip[i - 1]->ino > ip->ino; i--)
+		s->ip[i] = s->ip[i - 1];
+	s->ip[i] = ip;
+}
+
+static void nm_set_lock(struct nm_set *s)
+{
+	unsigned i;
+
+	for (i = 0; i < s->n; i++)
+		pthread_rwlock_wrlock(&s->ip[i]->lock);
+}
+
+static void nm_set_unlock(struct nm_set *s)
+{
+	unsigned i;
+
+	for (i = s->n; i--;)
+		pthread_rwlock_unlock(&s->ip[i]->lock);
+}
+
+/* Write every inode of the set; the first error. */
+static int nm_set_dirty(struct mqfs_handle *h, struct nm_set *s)
+{
+	unsigned i;
+	int err = 0, e;
+
+	for (i = 0; i < s->n; i++) {
+		e = mqfs_inode_dirty(h, s->ip[i]);
+		if (!err)
+			err = e;
+	}
+	return err;
+}
+
+/*
+ * Look @name up in @dp (shared lock) and take a reference on its inode;
+ * *out is NULL when there is no such entry and @may_miss.
+ */
+static int nm_resolve(struct mqfs_fs *fs, struct mqfs_ino *dp,
+		      const char *name, size_t len, bool may_miss,
+		      struct mqfs_ino **out)
+{
+	uint64_t ino;
+	int err;
+
+	*out = NULL;
+	pthread_rwlock_rdlock(&dp->lock);
+	err = mqfs_dir_lookup(fs, dp, name, len, &ino, NULL);
+	if (err == -ENOENT && may_miss) {
+		err = 0;
+	} else if (!err && ino == dp->ino) {
+		mqfs_fs_error(fs, 0, "namei: directory %llu names itself",
+			      (unsigned long long)dp->ino);
+		err = -EUCLEAN;
+	} else if (!err) {
+		err = mqfs_iget(fs, ino, out);
+	}
+	pthread_rwlock_unlock(&dp->lock);
+	return err;
+}
+
+/* With @dp locked: does @name still name @ip (NULL: nothing)? */
+static int nm_still(struct mqfs_fs *fs, struct mqfs_ino *dp,
+		    const char *name, size_t len, struct mqfs_ino *ip)
+{
+	uint64_t ino;
+	int err = mqfs_dir_lookup(fs, dp, name, len, &ino, NULL);
+
+	if (err == -ENOENT)
+		return ip ? 1 : 0;
+	if (err)
+		return err;
+	return ip && ip->ino == ino ? 0 : 1;
+}
+
+/* ---- lookup ------------------------------------------------------------ */
+
+int mqfs_lookup(struct mqfs_fs *fs, uint64_t parent, const char *name,
+		struct mqfs_entry *e)
+{
+	struct mqfs_ino *dp, *ip = NULL;
+	uint64_t ino = 0;
+	size_t len;
+	int err = nm_name(name, &len);
+
+	if (!err)
+		err = nm_iget_dir(fs, parent, &dp);
+	if (err)
+		return err;
+	pthread_rwlock_rdlock(&dp->lock);
+	if (!strcmp(name, "."))
+		ino = dp->ino;
+	else if (!strcmp(name, ".."))
+		ino = dp->d.parent;
+	else
+		err = mqfs_dir_lookup(fs, dp, name, len, &ino, NULL);
+	if (!err)
+		err = mqfs_iget(fs, ino, &ip);
+	pthread_rwlock_unlock(&dp->lock);
+	if (!err)
+		nm_entry(fs, ip, e);
+	if (ip)
+		mqfs_iput(fs, ip);
+	mqfs_iput(fs, dp);
+	return err;
+}
+
+/* ---- creation ---------------------------------------------------------- */
+
+/* What to create. */
+struct nm_new {
+	mode_t mode;
+	dev_t rdev;
+	uid_t uid;
+	gid_t gid;
+	const char *target;		/* symlinks */
+	size_t tlen;
+};
+
+/* Can @dp (locked) take a new entry @name (of a directory when @dir)? */
+static int nm_may_add(struct mqfs_fs *fs, struct mqfs_ino *dp,
+		      const char *name, size_t len, bool dir)
+{
+	uint64_t ino;
+	int err;
+
+	if (!dp->d.nlink)
+		return -ENOENT;		/* removed while we waited */
+	err = mqfs_dir_lookup(fs, dp, name, len, &ino, NULL);
+	if (!err)
+		return -EEXIST;
+	if (err != -ENOENT)
+		return err;
+	return dir && dp->d.nlink >= NM_LINK_MAX ? -EMLINK : 0;
+}
+
+/*
+ * A long symlink target goes into one data block, written to the
+ * device before the extent that points at it is inserted: the handle
+ * is still open, so the transaction naming the block commits after
+ * the data is on the device (ordered data).
+ */
+static int nm_symlink_block(struct mqfs_handle *h, struct mqfs_ino *ip,
+			    const struct nm_new *nw)
+{
+	struct mqfs_fs *fs = h->fs;
+	uint64_t goal = (ip->ino - 1) / fs->inodes_per_ag * (uint64_t)fs->ag_blocks;
+	uint64_t pblk;
+	uint32_t got;
+	void *buf = mqfs_alloc_blocks_mem(1);
+	int err;
+
+	if (!buf)
+		return -ENOMEM;
+	memcpy(buf, nw->target, nw->tlen);
+	err = mqfs_alloc_blocks(h, goal, 1, &pblk, &got);
+	if (!err) {
+		err = mqfs_bio_sync(fs->q, MQ_OP_WRITE, pblk, buf, 1, 0);
+		if (!err)
+			err = mqfs_extent_insert(h, ip, 0, pblk, 1, 0);
+		if (err)
+			mqfs_free_blocks(h, pblk, 1);
+	}
+	free(buf);
+	return err;
+}
+
+/* Type-specific setup of the new inode @ip (nobody else knows it yet). */
+static int nm_init_inode(struct mqfs_handle *h, struct mqfs_ino *dp,
+			 struct mqfs_ino *ip, const struct nm_new *nw)
+{
+	int err = 0;
+
+	ip->d.nlink = 1;
+	if (S_ISDIR(nw->mode)) {
+		ip->d.nlink = 2;
+		ip->d.parent = dp->ino;
+	} else if (S_ISCHR(nw->mode) || S_ISBLK(nw->mode)) {
+		ip->d.rdev = nw->rdev;
+	} else if (S_ISLNK(nw->mode) && nw->tlen <= MQFS_INODE_DATA) {
+		memcpy(ip->d.u.symlink, nw->target, nw->tlen);
+		ip->d.iflags |= MQFS_IF_INLINE_DATA;
+		ip->d.size = nw->tlen;
+	} else if (S_ISLNK(nw->mode)) {
+		pthread_rwlock_wrlock(&ip->lock);
+		err = nm_symlink_block(h, ip, nw);
+		pthread_rwlock_unlock(&ip->lock);
+		ip->d.size = nw->tlen;
+	}
+	return err ? err : mqfs_inode_dirty(h, ip);
+}
+
+/*
+ * Undo a half-made inode: no links, on the orphan list (so a crash
+ * before the last reference goes cannot leak it); the caller's final
+ * mqfs_iput() frees it and whatever blocks it got.
+ */
+static void nm_discard(struct mqfs_handle *h, struct mqfs_ino *ip)
+{
+	nm_nlink_set(ip, 0);
+	mqfs_orphan_add(h, ip);
+	mqfs_inode_dirty(h, ip);
+}
+
+static int nm_create_locked(struct mqfs_fs *fs, struct mqfs_ino *dp,
+			    const char *name, size_t len,
+			    const struct nm_new *nw, struct mqfs_ino **out)
+{
+	bool dir = S_ISDIR(nw->mode);
+	struct mqfs_handle h;
+	struct mqfs_ino *ip;
+	uint64_t ino;
+	int err = nm_may_add(fs, dp, name, len, dir);
+
+	if (err)
+		return err;
+	err = mqfs_trans_start(fs, nm_credits(fs, true, NM_CREATE_CREDITS) +
+			       (S_ISLNK(nw->mode) ? mqfs_extent_credits(fs) : 0),
+			       &h);
+	if (err)
+		return err;
+	err = mqfs_ialloc(&h, dp->ino, dir, &ino);
+	if (err)
+		return nm_stop(&h, err);
+	err = mqfs_inew(&h, ino, nw->mode, nw->uid, nw->gid, &ip);
+	if (err) {
+		mqfs_ifree(&h, ino, dir);
+		return nm_stop(&h, err);
+	}
+	*out = ip;		/* the caller's mqfs_iput frees it on error */
+	err = nm_init_inode(&h, dp, ip, nw);
+	if (!err)
+		err = mqfs_dir_add(&h, dp, name, len, ino, nm_dtype(ip));
+	if (err) {
+		nm_discard(&h, ip);
+		return nm_stop(&h, err);
+	}
+	if (dir)
+		nm_nlink_add(dp, 1);
+	mqfs_touch(dp, false, true, true);
+	return nm_stop(&h, mqfs_inode_dirty(&h, dp));
+}
+
+static int nm_create(struct mqfs_fs *fs, uint64_t parent, const char *name,
+		     const struct nm_new *nw, struct mqfs_entry *e)
+{
+	struct mqfs_ino *dp, *ip = NULL;
+	size_t len;
+	int err = nm_name(name, &len);
+
+	if (!err && nm_is_dot(name))
+		err = -EEXIST;
+	if (!err)
+		err = mqfs_fs_writable(fs);
+	if (!err)
+		err = nm_iget_dir(fs, parent, &dp);
+	if (err)
+		return err;
+	pthread_rwlock_wrlock(&dp->lock);
+	err = nm_create_locked(fs, dp, name, len, nw, &ip);
+	if (!err)
+		nm_entry(fs, ip, e);
+	pthread_rwlock_unlock(&dp->lock);
+	if (ip)
+		mqfs_iput(fs, ip);
+	mqfs_iput(fs, dp);
+	return err;
+}
+
+int mqfs_mknod(struct mqfs_fs *fs, uint64_t parent, const char *name,
+	       mode_t mode, dev_t rdev, uid_t uid, gid_t gid,
+	       struct mqfs_entry *e)
+{
+	struct nm_new nw = { .mode = mode, .rdev = rdev, .uid = uid,
+			     .gid = gid };
+
+	if (!(mode & S_IFMT))
+		nw.mode |= S_IFREG;
+	switch (nw.mode & S_IFMT) {
+	case S_IFREG: case S_IFDIR: case S_IFIFO: case S_IFSOCK:
+	case S_IFCHR: case S_IFBLK:
+		break;
+	default:
+		return -EINVAL;		/* symlinks come through mqfs_symlink */
+	}
+	return nm_create(fs, parent, name, &nw, e);
+}
+
+int mqfs_symlink(struct mqfs_fs *fs, uint64_t parent, const char *name,
+		 const char *target, uid_t uid, gid_t gid,
+		 struct mqfs_entry *e)
+{
+	struct nm_new nw = { .mode = S_IFLNK | 0777, .uid = uid, .gid = gid,
+			     .target = target, .tlen = strlen(target) };
+
+	if (!nw.tlen)
+		return -ENOENT;
+	if (nw.tlen > NM_SYMLINK_MAX)
+		return -ENAMETOOLONG;
+	return nm_create(fs, parent, name, &nw, e);
+}
+
+/* ---- hard links -------------------------------------------------------- */
+
+static int nm_link_locked(struct mqfs_fs *fs, struct mqfs_ino *ip,
+			  struct mqfs_ino *dp, const char *name, size_t len)
+{
+	struct mqfs_handle h;
+	struct nm_set s = { .n = 0 };
+	int err;
+
+	if (!ip->d.nlink)
+		return -ENOENT;
+	if (ip->d.nlink >= NM_LINK_MAX)
+		return -EMLINK;
+	err = nm_may_add(fs, dp, name, len, false);
+	if (!err)
+		err = mqfs_trans_start(fs, nm_credits(fs, true, NM_LINK_CREDITS),
+				       &h);
+	if (err)
+		return err;
+	err = mqfs_dir_add(&h, dp, name, len, ip->ino, nm_dtype(ip));
+	if (err)
+		return nm_stop(&h, err);
+	nm_nlink_add(ip, 1);
+	mqfs_touch(ip, false, false, true);
+	mqfs_touch(dp, false, true, true);
+	nm_set_add(&s, ip);
+	nm_set_add(&s, dp);
+	return nm_stop(&h, nm_set_dirty(&h, &s));
+}
+
+int mqfs_link(struct mqfs_fs *fs, uint64_t ino, uint64_t newparent,
+	      const char *newname, struct mqfs_entry *e)
+{
+	struct mqfs_ino *ip, *dp;
+	size_t len;
+	int err = nm_name(newname, &len);
+
+	if (!err && nm_is_dot(newname))
+		err = -EEXIST;
+	if (!err)
+		err = mqfs_fs_writable(fs);
+	if (!err)
+		err = mqfs_iget(fs, ino, &ip);
+	if (err)
+		return err;
+	err = nm_is_dir(ip) ? -EPERM : nm_iget_dir(fs, newparent, &dp);
+	if (err) {
+		mqfs_iput(fs, ip);
+		return err;
+	}
+	mqfs_ino_lock2(ip, dp);
+	err = nm_link_locked(fs, ip, dp, newname, len);
+	if (!err)
+		nm_entry(fs, ip, e);
+	mqfs_ino_unlock2(ip, dp);
+	mqfs_iput(fs, dp);
+	mqfs_iput(fs, ip);
+	return err;
+}
+
+/* ---- unlink and rmdir -------------------------------------------------- */
+
+/*
+ * One link of @ip is gone (a directory's only one).  An inode without
+ * links goes on the orphan list: FUSE still holds it (lookup count,
+ * open files), and mqfs_iput() frees it when the last user leaves, or
+ * mount does after a crash.
+ */
+static int nm_drop_link(struct mqfs_handle *h, struct mqfs_ino *ip)
+{
+	if (nm_is_dir(ip) || ip->d.nlink <= 1)
+		nm_nlink_set(ip, 0);
+	else
+		nm_nlink_add(ip, -1);
+	mqfs_touch(ip, false, false, true);
+	return ip->d.nlink ? 0 : mqfs_orphan_add(h, ip);
+}
+
+/* Find @name in @dp and lock both exclusively, in inode number order. */
+static int nm_lock_child(struct mqfs_fs *fs, struct mqfs_ino *dp,
+			 const char *name, size_t len, struct nm_set *s,
+			 struct mqfs_ino **out)
+{
+	for (;;) {
+		int err = nm_resolve(fs, dp, name, len, false, out);
+
+		if (err)
+			return err;
+		s->n = 0;
+		nm_set_add(s, dp);
+		nm_set_add(s, *out);
+		nm_set_lock(s);
+		err = nm_still(fs, dp, name, len, *out);
+		if (!err)
+			return 0;
+		nm_set_unlock(s);
+		mqfs_iput(fs, *out);
+		if (err < 0)
+			return err;
+	}
+}
+
+static int nm_remove_locked(struct mqfs_fs *fs, struct mqfs_ino *dp,
+			    const char *name, size_t len, struct mqfs_ino *ip,
+			    struct nm_set *s, bool rmdir)
+{
+	struct mqfs_handle h;
+	int err, err2;
+
+	if (rmdir && !nm_is_dir(ip))
+		return -ENOTDIR;
+	if (!rmdir && nm_is_dir(ip))
+		return -EISDIR;
+	if (rmdir) {
+		err = mqfs_dir_is_empty(fs, ip);
+		if (err <= 0)
+			return err ? err : -ENOTEMPTY;
+	}
+	err = mqfs_trans_start(fs, nm_credits(fs, false, NM_REMOVE_CREDITS),
+			       &h);
+	if (err)
+		return err;
+	err = mqfs_dir_remove(&h, dp, name, len);
+	if (err)
+		return nm_stop(&h, err);
+	if (rmdir)
+		nm_nlink_add(dp, -1);
+	mqfs_touch(dp, false, true, true);
+	err = nm_drop_link(&h, ip);
+	err2 = nm_set_dirty(&h, s);
+	return nm_stop(&h, err ? err : err2);
+}
+
+static int nm_remove(struct mqfs_fs *fs, uint64_t parent, const char *name,
+		     bool rmdir)
+{
+	struct mqfs_ino *dp, *ip;
+	struct nm_set s;
+	size_t len;
+	int err = nm_name(name, &len);
+
+	if (!err && !strcmp(name, "."))
+		err = rmdir ? -EINVAL : -EISDIR;
+	if (!err && !strcmp(name, ".."))
+		err = rmdir ? -ENOTEMPTY : -EISDIR;
+	if (!err)
+		err = mqfs_fs_writable(fs);
+	if (!err)
+		err = nm_iget_dir(fs, parent, &dp);
+	if (err)
+		return err;
+	err = nm_lock_child(fs, dp, name, len, &s, &ip);
+	if (!err) {
+		err = nm_remove_locked(fs, dp, name, len, ip, &s, rmdir);
+		nm_set_unlock(&s);
+		mqfs_iput(fs, ip);
+	}
+	mqfs_iput(fs, dp);
+	return err;
+}
+
+int mqfs_unlink(struct mqfs_fs *fs, uint64_t parent, const char *name)
+{
+	return nm_remove(fs, parent, name, false);
+}
+
+int mqfs_rmdir(struct mqfs_fs *fs, uint64_t parent, const char *name)
+{
+	return nm_remove(fs, parent, name, true);
+}
+
+/* ---- rename ------------------------------------------------------------ */
+
+struct nm_rename {
+	struct mqfs_fs *fs;
+	struct mqfs_ino *odp, *ndp;	/* old and new parent */
+	struct mqfs_ino *oip, *nip;	/* source, target (NULL: none) */
+	const char *oname, *nname;
+	size_t olen, nlen;
+	unsigned flags;
+	struct nm_set s;
+};
+
+/*
+ * -EINVAL when @anc is @dir or one of its ancestors.  Parent pointers
+ * change only in cross-directory renames, which hold fs->rename_lock
+ * like our caller, so the chain read here is stable.
+ */
+static int nm_check_subtree(struct mqfs_fs *fs, struct mqfs_ino *dir,
+			    uint64_t anc)
+{
+	uint64_t cur = dir->ino, parent = dir->d.parent, steps = 0;
+
+	for (;;) {
+		struct mqfs_ino *ip;
+		int err;
+
+		if (cur == anc)
+			return -EINVAL;
+		if (cur == MQFS_ROOT_INO)
+			return 0;
+		if (++steps > fs->inode_count) {
+			mqfs_fs_error(fs, 0, "namei: parent loop above inode %llu",
+				      (unsigned long long)dir->ino);
+			return -EUCLEAN;
+		}
+		cur = parent;
+		if (cur == anc || cur == MQFS_ROOT_INO)
+			continue;
+		err = mqfs_iget(fs, cur, &ip);
+		if (err)
+			return err;
+		parent = ip->d.parent;
+		mqfs_iput(fs, ip);
+	}
+}
+
+/* Find both names and lock all four inodes; retry if entries moved. */
+static int nm_rename_lock(struct nm_rename *r)
+{
+	for (;;) {
+		int err = nm_resolve(r->fs, r->odp, r->oname, r->olen, false,
+				     &r->oip);
+
+		if (!err)
+			err = nm_resolve(r->fs, r->ndp, r->nname, r->nlen, true,
+					 &r->nip);
+		if (err) {
+			if (r->oip)
+				mqfs_iput(r->fs, r->oip);
+			r->oip = NULL;
+			return err;
+		}
+		r->s.n = 0;
+		nm_set_add(&r->s, r->odp);
+		nm_set_add(&r->s, r->ndp);
+		nm_set_add(&r->s, r->oip);
+		nm_set_add(&r->s, r->nip);
+		nm_set_lock(&r->s);
+		err = nm_still(r->fs, r->odp, r->oname, r->olen, r->oip);
+		if (!err)
+			err = nm_still(r->fs, r->ndp, r->nname, r->nlen, r->nip);
+		if (!err)
+			return 0;
+		nm_set_unlock(&r->s);
+		mqfs_iput(r->fs, r->oip);
+		if (r->nip)
+			mqfs_iput(r->fs, r->nip);
+		r->oip = r->nip = NULL;
+		if (err < 0)
+			return err;
+	}
+}
+
+static int nm_rename_check(struct nm_rename *r)
+{
+	bool cross = r->odp != r->ndp, xchg = r->flags & RENAME_EXCHANGE;
+	bool odir = nm_is_dir(r->oip), ndir = r->nip && nm_is_dir(r->nip);
+	int err;
+
+	if (!r->odp->d.nlink || !r->ndp->d.nlink)
+		return -ENOENT;
+	if (r->nip && (r->flags & RENAME_NOREPLACE))
+		return -EEXIST;
+	if (!r->nip && xchg)
+		return -ENOENT;
+	if (r->nip && !xchg) {
+		if (odir != ndir)
+			return odir ? -ENOTDIR : -EISDIR;
+		err = ndir ? mqfs_dir_is_empty(r->fs, r->nip) : 1;
+		if (err <= 0)
+			return err ? err : -ENOTEMPTY;
+	}
+	if (!cross)
+		return 0;
+	err = odir ? nm_check_subtree(r->fs, r->ndp, r->oip->ino) : 0;
+	if (!err && xchg && ndir)
+		err = nm_check_subtree(r->fs, r->odp, r->nip->ino);
+	if (err)
+		return err;
+	if (odir && !ndir && r->ndp->d.nlink >= NM_LINK_MAX)
+		return -EMLINK;
+	if (xchg && ndir && !odir && r->odp->d.nlink >= NM_LINK_MAX)
+		return -EMLINK;
+	return 0;
+}
+
+/* Directory @ip moves from @from to @to: its ".." link moves along. */
+static void nm_move_dir(struct mqfs_ino *ip, struct mqfs_ino *from,
+			struct mqfs_ino *to)
+{
+	pthread_mutex_lock(&ip->meta_lock);
+	ip->d.parent = to->ino;
+	pthread_mutex_unlock(&ip->meta_lock);
+	nm_nlink_add(from, -1);
+	nm_nlink_add(to, 1);
+}
+
+static int nm_rename_exchange(struct mqfs_handle *h, struct nm_rename *r)
+{
+	int err = mqfs_dir_replace(h, r->odp, r->oname, r->olen, r->nip->ino,
+				   nm_dtype(r->nip));
+
+	if (err)
+		return err;
+	err = mqfs_dir_replace(h, r->ndp, r->nname, r->nlen, r->oip->ino,
+			       nm_dtype(r->oip));
+	if (err) {
+		mqfs_dir_replace(h, r->odp, r->oname, r->olen, r->oip->ino,
+				 nm_dtype(r->oip));
+		return err;
+	}
+	if (r->odp == r->ndp)
+		return 0;
+	if (nm_is_dir(r->oip))
+		nm_move_dir(r->oip, r->odp, r->ndp);
+	if (nm_is_dir(r->nip))
+		nm_move_dir(r->nip, r->ndp, r->odp);
+	return 0;
+}
+
+/* Plain rename (maybe over a target): new entry first, then the old. */
+static int nm_rename_move(struct mqfs_handle *h, struct nm_rename *r)
+{
+	unsigned otype = nm_dtype(r->oip);
+	int err;
+
+	if (r->nip)
+		err = mqfs_dir_replace(h, r->ndp, r->nname, r->nlen,
+				       r->oip->ino, otype);
+	else
+		err = mqfs_dir_add(h, r->ndp, r->nname, r->nlen, r->oip->ino,
+				   otype);
+	if (err)
+		return err;
+	err = mqfs_dir_remove(h, r->odp, r->oname, r->olen);
+	if (err) {
+		if (r->nip)
+			mqfs_dir_replace(h, r->ndp, r->nname, r->nlen,
+					 r->nip->ino, nm_dtype(r->nip));
+		else
+			mqfs_dir_remove(h, r->ndp, r->nname, r->nlen);
+		return err;
+	}
+	if (r->nip) {
+		if (nm_is_dir(r->nip))
+			nm_nlink_add(r->ndp, -1);
+		err = nm_drop_link(h, r->nip);
+	}
+	if (nm_is_dir(r->oip) && r->odp != r->ndp)
+		nm_move_dir(r->oip, r->odp, r->ndp);
+	return err;
+}
+
+static int nm_rename_locked(struct nm_rename *r)
+{
+	struct mqfs_handle h;
+	int err;
+
+	if (r->oip == r->nip)	/* two links of one inode: nothing to do */
+		return r->flags & RENAME_NOREPLACE ? -EEXIST : 0;
+	err = nm_rename_check(r);
+	if (!err)
+		err = mqfs_trans_start(r->fs, nm_credits(r->fs, true,
+							 NM_RENAME_CREDITS), &h);
+	if (err)
+		return err;
+	if (r->flags & RENAME_EXCHANGE)
+		err = nm_rename_exchange(&h, r);
+	else
+		err = nm_rename_move(&h, r);
+	if (err)
+		return nm_stop(&h, err);
+	mqfs_touch(r->oip, false, false, true);
+	if (r->nip)
+		mqfs_touch(r->nip, false, false, true);
+	mqfs_touch(r->odp, false, true, true);
+	mqfs_touch(r->ndp, false, true, true);
+	return nm_stop(&h, nm_set_dirty(&h, &r->s));
+}
+
+static int nm_rename_names(const char *name, const char *newname,
+			   size_t *olen, size_t *nlen, unsigned flags)
+{
+	int err;
+
+	if ((flags & ~(RENAME_NOREPLACE | RENAME_EXCHANGE)) ||
+	    (flags & RENAME_NOREPLACE && flags & RENAME_EXCHANGE))
+		return -EINVAL;
+	err = nm_name(name, olen);
+	if (!err)
+		err = nm_name(newname, nlen);
+	if (!err && (nm_is_dot(name) || nm_is_dot(newname)))
+		err = -EBUSY;
+	return err;
+}
+
+int mqfs_rename(struct mqfs_fs *fs, uint64_t parent, const char *name,
+		uint64_t newparent, const char *newname, unsigned flags)
+{
+	struct nm_rename r = { .fs = fs, .oname = name, .nname = newname,
+			       .flags = flags };
+	int err = nm_rename_names(name, newname, &r.olen, &r.nlen, flags);
+
+	if (!err)
+		err = mqfs_fs_writable(fs);
+	if (!err)
+		err = nm_iget_dir(fs, parent, &r.odp);
+	if (err)
+		return err;
+	err = nm_iget_dir(fs, newparent, &r.ndp);
+	if (err) {
+		mqfs_iput(fs, r.odp);
+		return err;
+	}
+	if (r.odp != r.ndp)
+		pthread_mutex_lock(&fs->rename_lock);
+	err = nm_rename_lock(&r);
+	if (!err) {
+		err = nm_rename_locked(&r);
+		nm_set_unlock(&r.s);
+	}
+	if (r.odp != r.ndp)
+		pthread_mutex_unlock(&fs->rename_lock);
+	if (r.nip)
+		mqfs_iput(fs, r.nip);
+	if (r.oip)
+		mqfs_iput(fs, r.oip);
+	mqfs_iput(fs, r.ndp);
+	mqfs_iput(fs, r.odp);
+	return err;
+}
+
+/* ---- readlink ---------------------------------------------------------- */
+
+static int nm_read_target(struct mqfs_fs *fs, struct mqfs_ino *ip,
+			  char *buf, size_t n)
+{
+	struct mqfs_map m;
+	void *blk;
+	int err;
+
+	if (ip->d.iflags & MQFS_IF_INLINE_DATA) {
+		memcpy(buf, ip->d.u.symlink, n);
+		return 0;
+	}
+	err = mqfs_extent_map(fs, ip, 0, 1, &m);
+	if (err)
+		return err;
+	if (!m.pblk) {
+		mqfs_fs_error(fs, 0, "namei: symlink %llu has no block",
+			      (unsigned long long)ip->ino);
+		return -EUCLEAN;
+	}
+	blk = mqfs_alloc_blocks_mem(1);
+	if (!blk)
+		return -ENOMEM;
+	err = mqfs_bio_sync(fs->q, MQ_OP_READ, m.pblk, blk, 1, 0);
+	if (!err)
+		memcpy(buf, blk, n);
+	free(blk);
+	return err;
+}
+
+int mqfs_readlink(struct mqfs_fs *fs, uint64_t ino, char *buf, size_t size)
+{
+	struct mqfs_ino *ip;
+	uint64_t len;
+	int err;
+
+	if (!size)
+		return -ERANGE;
+	err = mqfs_iget(fs, ino, &ip);
+	if (err)
+		return err;
+	pthread_rwlock_rdlock(&ip->lock);
+	len = ip->d.size;
+	if (!S_ISLNK(ip->d.mode)) {
+		err = -EINVAL;
+	} else if (len > NM_SYMLINK_MAX || ((ip->d.iflags & MQFS_IF_INLINE_DATA) &&
+					    len > MQFS_INODE_DATA)) {
+		mqfs_fs_error(fs, 0, "namei: symlink %llu: bad size %llu",
+			      (unsigned long long)ino, (unsigned long long)len);
+		err = -EUCLEAN;
+	} else {
+		len = MQ_MIN(len, size - 1);
+		err = nm_read_target(fs, ip, buf, len);
+		if (!err)
+			buf[len] = '\0';
+	}
+	pthread_rwlock_unlock(&ip->lock);
+	mqfs_iput(fs, ip);
+	return err;
+}
+
+/* ---- readdir ----------------------------------------------------------- */
+
+struct nm_readdir {
+	struct mqfs_fs *fs;
+	bool plus;
+	mqfs_fill_t fill;
+	void *ctx;
+	int err;
+};
+
+/*
+ * One entry to the front end.  In plus mode the lookup is counted only
+ * when @fill took the entry (nonzero: it did not fit and comes again).
+ */
+static int nm_rd_entry(void *ctx, const char *name, size_t len, uint64_t ino,
+		       unsigned type, uint64_t next_pos)
+{
+	struct nm_readdir *rd = ctx;
+	struct mqfs_entry e;
+	struct mqfs_ino *ip;
+	char cname[MQFS_NAME_MAX + 1];
+	int stop;
+
+	memcpy(cname, name, len);
+	cname[len] = '\0';
+	if (!rd->plus)
+		return rd->fill(rd->ctx, cname, ino, type, next_pos, NULL);
+	rd->err = mqfs_iget(rd->fs, ino, &ip);
+	if (rd->err)
+		return 1;
+	memset(&e, 0, sizeof(e));
+	e.ino = ip->ino;
+	e.generation = ip->d.generation;
+	mqfs_inode_stat(rd->fs, ip, &e.st);
+	stop = rd->fill(rd->ctx, cname, ino, type, next_pos, &e);
+	if (!stop)
+		mqfs_ino_lookup_inc(rd->fs, ip);
+	mqfs_iput(rd->fs, ip);
+	return stop;
+}
+
+/*
+ * "." and "..": in plus mode they carry no inode (e.ino 0) and count no
+ * lookup, because the kernel never links (nor forgets) them.
+ */
+static int nm_rd_dot(struct nm_readdir *rd, const char *name, uint64_t ino,
+		     uint64_t next_pos)
+{
+	struct mqfs_entry e;
+
+	if (!rd->plus)
+		return rd->fill(rd->ctx, name, ino, DT_DIR, next_pos, NULL);
+	memset(&e, 0, sizeof(e));
+	e.st.st_ino = ino;
+	e.st.st_mode = S_IFDIR;
+	return rd->fill(rd->ctx, name, ino, DT_DIR, next_pos, &e);
+}
+
+int mqfs_readdir(struct mqfs_fs *fs, uint64_t ino, uint64_t pos, bool plus,
+		 mqfs_fill_t fill, void *ctx)
+{
+	struct nm_readdir rd = { .fs = fs, .plus = plus, .fill = fill,
+				 .ctx = ctx };
+	struct mqfs_ino *dp;
+	int err = nm_iget_dir(fs, ino, &dp);
+
+	if (err)
+		return err;
+	pthread_rwlock_rdlock(&dp->lock);
+	if (pos == 0 && nm_rd_dot(&rd, ".", dp->ino, 1))
+		goto out;
+	if (pos <= 1 && nm_rd_dot(&rd, "..", dp->d.parent, 2))
+		goto out;
+	err = mqfs_dir_iterate(fs, dp, pos, nm_rd_entry, &rd);
+out:
+	pthread_rwlock_unlock(&dp->lock);
+	mqfs_iput(fs, dp);
+	return err ? err : rd.err;
+}

@@ -1,0 +1,390 @@
+// SPDX-License-Identifier: MIT
+/*
+ * super.c - mounting and unmounting: the superblock, the order in which
+ * the other modules come up and go down, errors, statfs and sync.
+ *
+ * Mount order: check the superblock (raw read), buffer cache, journal
+ * (replay before anything is cached), the superblock buffer, inodes,
+ * allocation groups, orphans, then mark the filesystem in use.
+ * Unmount runs it backwards and marks it clean last.
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "fs_i.h"
+
+#define SUPER_META_CACHE_DEF	(32ull << 20)
+
+void mqfs_now(uint64_t *sec, uint32_t *nsec)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	*sec = (uint64_t)ts.tv_sec;
+	*nsec = (uint32_t)ts.tv_nsec;
+}
+
+void mqfs_fs_error(struct mqfs_fs *fs, uint64_t blocknr, const char *fmt, ...)
+{
+	char msg[256];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	fprintf(stderr, "mqfs: error: block %llu: %s\n",
+		(unsigned long long)blocknr, msg);
+	atomic_store(&fs->error_seen, true);
+	if (fs->opts.errors == MQFS_ERRORS_REMOUNT_RO &&
+	    !atomic_exchange(&fs->readonly, true))
+		fprintf(stderr, "mqfs: filesystem is now read-only "
+			"(errors=remount-ro); run fsck.mqfs\n");
+}
+
+int mqfs_fs_writable(struct mqfs_fs *fs)
+{
+	return atomic_load(&fs->readonly) ? -EROFS : 0;
+}
+
+bool mqfs_is_readonly(const struct mqfs_fs *fs)
+{
+	return atomic_load(&fs->readonly);
+}
+
+struct mq_queue *mqfs_queue(struct mqfs_fs *fs)
+{
+	return fs->q;
+}
+
+/* The geometry must be self-consistent and fit the device. */
+static int super_check_geometry(const struct mqfs_super *sb, uint64_t dev)
+{
+	uint64_t ags;
+
+	if (sb->format_version != MQFS_FORMAT_VERSION) {
+		fprintf(stderr, "mqfs: unsupported disk format version %u "
+			"(this mqfs reads %u)\n", sb->format_version,
+			MQFS_FORMAT_VERSION);
+		return -EINVAL;
+	}
+	if (sb->block_size != MQFS_BLOCK_SIZE || !sb->ag_blocks ||
+	    sb->ag_blocks > MQFS_AG_MAX_BLOCKS || !sb->inodes_per_ag ||
+	    sb->inodes_per_ag % MQFS_INODES_PER_BLOCK ||
+	    sb->itable_blocks != sb->inodes_per_ag / MQFS_INODES_PER_BLOCK ||
+	    sb->journal_start != 1 || !sb->journal_blocks ||
+	    sb->root_ino != MQFS_ROOT_INO)
+		goto bad;
+	ags = (sb->block_count + sb->ag_blocks - 1) / sb->ag_blocks;
+	if (ags != sb->ag_count ||
+	    sb->inode_count != (uint64_t)sb->ag_count * sb->inodes_per_ag ||
+	    1 + (uint64_t)sb->journal_blocks >= sb->ag_blocks)
+		goto bad;
+	if (sb->block_count > dev / MQFS_BLOCK_SIZE) {
+		fprintf(stderr, "mqfs: filesystem of %llu blocks is larger "
+			"than the device (%llu bytes)\n",
+			(unsigned long long)sb->block_count,
+			(unsigned long long)dev);
+		return -EINVAL;
+	}
+	return 0;
+bad:
+	fprintf(stderr, "mqfs: superblock geometry is inconsistent; "
+		"run fsck.mqfs\n");
+	return -EUCLEAN;
+}
+
+/* Read block 0 raw and check it: is this an mqfs filesystem at all? */
+static int super_read_raw(struct mq_queue *q, struct mqfs_super *sb)
+{
+	int err;
+
+	if (mq_queue_logical_block_size(q) > MQFS_BLOCK_SIZE) {
+		fprintf(stderr, "mqfs: device sectors of %u bytes are larger "
+			"than the 4096-byte block\n",
+			mq_queue_logical_block_size(q));
+		return -EINVAL;
+	}
+	err = mqfs_bio_sync(q, MQ_OP_READ, 0, sb, 1, MQ_REQ_META);
+	if (err) {
+		fprintf(stderr, "mqfs: cannot read the superblock: %s\n",
+			strerror(-err));
+		return err;
+	}
+	if (sb->hdr.magic != MQFS_MAGIC || sb->hdr.type != MQFS_T_SUPER) {
+		fprintf(stderr, "mqfs: no mqfs filesystem on this device "
+			"(bad magic); create one with mkfs.mqfs\n");
+		return -EINVAL;
+	}
+	if (mqfs_blk_verify(sb, MQFS_T_SUPER, 0)) {
+		fprintf(stderr, "mqfs: superblock checksum mismatch at block "
+			"0; run fsck.mqfs (it restores the backup)\n");
+		return -EUCLEAN;
+	}
+	return super_check_geometry(sb, mq_queue_size_bytes(q));
+}
+
+static void super_fill_geometry(struct mqfs_fs *fs, const struct mqfs_super *sb)
+{
+	fs->block_count = sb->block_count;
+	fs->ag_count = sb->ag_count;
+	fs->ag_blocks = sb->ag_blocks;
+	fs->inodes_per_ag = sb->inodes_per_ag;
+	fs->itable_blocks = sb->itable_blocks;
+	fs->inode_count = sb->inode_count;
+	fs->journal_start = sb->journal_start;
+	fs->journal_blocks = sb->journal_blocks;
+}
+
+static struct mqfs_fs *super_alloc(struct mq_queue *q,
+				   const struct mqfs_mount_opts *o)
+{
+	struct mqfs_fs *fs = calloc(1, sizeof(*fs));
+
+	if (!fs)
+		return NULL;
+	fs->q = q;
+	if (o)
+		fs->opts = *o;
+	if (!fs->opts.meta_cache_bytes)
+		fs->opts.meta_cache_bytes = SUPER_META_CACHE_DEF;
+	if (!fs->opts.commit_interval_ms)
+		fs->opts.commit_interval_ms = 5000;
+	pthread_mutex_init(&fs->sb_lock, NULL);
+	pthread_mutex_init(&fs->rename_lock, NULL);
+	atomic_store(&fs->readonly, fs->opts.readonly);
+	return fs;
+}
+
+static void super_free(struct mqfs_fs *fs)
+{
+	pthread_mutex_destroy(&fs->sb_lock);
+	pthread_mutex_destroy(&fs->rename_lock);
+	free(fs);
+}
+
+/* Change the superblock inside a transaction (mount and unmount). */
+static int super_update(struct mqfs_fs *fs, bool mounting)
+{
+	struct mqfs_super *sb = mqfs_sb(fs);
+	struct mqfs_handle h;
+	uint32_t nsec;
+	uint64_t now;
+	int err;
+
+	err = mqfs_trans_start(fs, 1, &h);
+	if (err)
+		return err;
+	mqfs_now(&now, &nsec);
+	pthread_mutex_lock(&fs->sb_lock);
+	mqfs_buf_lock(fs->sb_buf);
+	if (mounting) {
+		sb->mount_count++;
+		sb->mount_time = now;
+		sb->state &= ~MQFS_STATE_CLEAN;
+	} else {
+		sb->write_time = now;
+		sb->free_blocks = atomic_load(&fs->free_blocks);
+		sb->free_inodes = atomic_load(&fs->free_inodes);
+		if (!atomic_load(&fs->error_seen))
+			sb->state |= MQFS_STATE_CLEAN;
+	}
+	if (atomic_load(&fs->error_seen))
+		sb->state |= MQFS_STATE_ERRORS;
+	mqfs_trans_dirty(&h, fs->sb_buf);
+	mqfs_buf_unlock(fs->sb_buf);
+	pthread_mutex_unlock(&fs->sb_lock);
+	err = mqfs_trans_stop(&h);
+	return err ? err : mqfs_journal_commit(fs);
+}
+
+/* Bring the modules up in order; on failure take down what came up. */
+static int super_start(struct mqfs_fs *fs)
+{
+	bool replayed = false;
+	int err;
+
+	err = mqfs_bcache_create(fs, fs->opts.meta_cache_bytes);
+	if (err)
+		return err;
+	err = mqfs_journal_create(fs);
+	if (err)
+		goto out_bcache;
+	if (!fs->opts.no_replay) {
+		err = mqfs_journal_replay(fs, &replayed);
+		if (err)
+			goto out_journal;
+		if (replayed)
+			fprintf(stderr, "mqfs: recovered the journal\n");
+	}
+	err = mqfs_buf_read(fs, 0, MQFS_T_SUPER, &fs->sb_buf);
+	if (err)
+		goto out_journal;
+	err = mqfs_icache_create(fs);
+	if (err)
+		goto out_sb;
+	err = mqfs_alloc_load(fs);
+	if (err)
+		goto out_icache;
+	return 0;
+out_icache:
+	mqfs_icache_destroy(fs);
+out_sb:
+	mqfs_buf_put(fs->sb_buf);
+	fs->sb_buf = NULL;
+out_journal:
+	mqfs_journal_destroy(fs);
+out_bcache:
+	mqfs_bcache_destroy(fs);
+	return err;
+}
+
+static void super_stop(struct mqfs_fs *fs)
+{
+	mqfs_icache_destroy(fs);
+	mqfs_alloc_unload(fs);
+	mqfs_journal_destroy(fs);
+	mqfs_buf_put(fs->sb_buf);
+	fs->sb_buf = NULL;
+	mqfs_bcache_destroy(fs);
+}
+
+int mqfs_mount(struct mq_queue *q, const struct mqfs_mount_opts *o,
+	       struct mqfs_fs **out)
+{
+	struct mqfs_super *raw = mqfs_alloc_blocks_mem(1);
+	struct mqfs_fs *fs;
+	int err;
+
+	if (!raw)
+		return -ENOMEM;
+	err = super_read_raw(q, raw);
+	if (err) {
+		free(raw);
+		return err;
+	}
+	fs = super_alloc(q, o);
+	if (!fs) {
+		free(raw);
+		return -ENOMEM;
+	}
+	super_fill_geometry(fs, raw);
+	if (raw->state & MQFS_STATE_ERRORS)
+		fprintf(stderr, "mqfs: warning: the filesystem has errors; "
+			"run fsck.mqfs\n");
+	free(raw);
+	err = super_start(fs);
+	if (err)
+		goto fail;
+	if (!mqfs_is_readonly(fs)) {
+		err = mqfs_orphan_recover(fs);
+		if (!err)
+			err = super_update(fs, true);
+		if (err) {
+			super_stop(fs);
+			goto fail;
+		}
+	}
+	*out = fs;
+	return 0;
+fail:
+	super_free(fs);
+	return err;
+}
+
+/* Write the backup superblock: a copy of block 0 in the last block. */
+static int super_write_backup(struct mqfs_fs *fs)
+{
+	uint8_t *copy = mqfs_alloc_blocks_mem(1);
+	int err;
+
+	if (!copy)
+		return -ENOMEM;
+	mqfs_buf_lock(fs->sb_buf);
+	memcpy(copy, fs->sb_buf->data, MQFS_BLOCK_SIZE);
+	mqfs_buf_unlock(fs->sb_buf);
+	mqfs_blk_seal(copy, MQFS_T_SUPER, fs->block_count - 1,
+		      ((struct mqfs_blk_hdr *)copy)->gen);
+	err = mqfs_bio_sync(fs->q, MQ_OP_WRITE, fs->block_count - 1, copy, 1,
+			    MQ_REQ_META);
+	free(copy);
+	return err;
+}
+
+/*
+ * A mount that went read-only after an error still records the error in
+ * the superblock (as ext4 does), so the next mount and fsck see it.
+ */
+static void super_record_error(struct mqfs_fs *fs)
+{
+	uint8_t *copy = mqfs_alloc_blocks_mem(1);
+	struct mqfs_super *sb = (struct mqfs_super *)copy;
+
+	if (!copy)
+		return;
+	mqfs_buf_lock(fs->sb_buf);
+	memcpy(copy, fs->sb_buf->data, MQFS_BLOCK_SIZE);
+	mqfs_buf_unlock(fs->sb_buf);
+	sb->state = (sb->state & ~MQFS_STATE_CLEAN) | MQFS_STATE_ERRORS;
+	mqfs_blk_seal(copy, MQFS_T_SUPER, 0, sb->hdr.gen);
+	if (!mqfs_bio_sync(fs->q, MQ_OP_WRITE, 0, copy, 1, MQ_REQ_FUA))
+		mqfs_flush_device(fs->q);
+	free(copy);
+}
+
+int mqfs_unmount(struct mqfs_fs *fs)
+{
+	bool writable = !mqfs_is_readonly(fs);
+	int err = 0, err2;
+
+	/* Last references: deletes the inodes still open but unlinked. */
+	mqfs_icache_destroy(fs);
+	if (writable)
+		err = super_update(fs, false);
+	err2 = mqfs_journal_destroy(fs);
+	if (!err)
+		err = err2;
+	if (writable && !err) {
+		err = super_write_backup(fs);
+		if (!err)
+			err = mqfs_journal_clear(fs);
+	}
+	if (!writable && !fs->opts.readonly && atomic_load(&fs->error_seen))
+		super_record_error(fs);
+	mqfs_alloc_unload(fs);
+	mqfs_buf_put(fs->sb_buf);
+	fs->sb_buf = NULL;
+	mqfs_bcache_destroy(fs);
+	super_free(fs);
+	return err;
+}
+
+int mqfs_statfs(struct mqfs_fs *fs, struct statvfs *st)
+{
+	struct mqfs_super *sb = mqfs_sb(fs);
+
+	memset(st, 0, sizeof(*st));
+	st->f_bsize = MQFS_BLOCK_SIZE;
+	st->f_frsize = MQFS_BLOCK_SIZE;
+	st->f_blocks = fs->block_count;
+	st->f_bfree = atomic_load(&fs->free_blocks);
+	st->f_bavail = st->f_bfree;
+	st->f_files = fs->inode_count;
+	st->f_ffree = atomic_load(&fs->free_inodes);
+	st->f_favail = st->f_ffree;
+	memcpy(&st->f_fsid, sb->uuid, sizeof(st->f_fsid));
+	st->f_namemax = MQFS_NAME_MAX;
+	if (mqfs_is_readonly(fs))
+		st->f_flag |= ST_RDONLY;
+	return 0;
+}
+
+int mqfs_sync(struct mqfs_fs *fs)
+{
+	int err = mqfs_journal_commit(fs);
+
+	return err ? err : mqfs_flush_device(fs->q);
+}

@@ -1,0 +1,425 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * opts.c - the daemon's command line.  mqfs's own -o options are taken
+ * out of the argument list and checked here, before anything is opened;
+ * FUSE's options stay for fuse_session_new, which refuses unknown ones.
+ * Every refusal names the option.
+ */
+#include "config.h"
+#include <errno.h>
+#include <limits.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "fuse_i.h"
+
+static const char *const tunable_names[MQFS_NR_TUNABLES] = {
+	"read_expire", "write_expire", "fifo_batch", "writes_starved",
+	"front_merges", "async_depth", "prio_aging_expire",
+};
+
+/* The -o values as given; opts_check() converts them. */
+struct opts_raw {
+	char *sched, *queue_depth, *nr_requests, *nr_hw_queues, *plug;
+	char *complete_delay_us, *cache, *errors, *meta_cache, *commit;
+	char *stats;
+	char *tunables[MQFS_NR_TUNABLES];
+	int sqpoll, ro, fsname;
+	char *device;
+};
+
+enum { KEY_RO, KEY_FSNAME };
+
+#define RAW(t, f)	{ t, offsetof(struct opts_raw, f), 1 }
+#define RAW_TUN(n, i)	{ n "=%s", offsetof(struct opts_raw, tunables[i]), 1 }
+
+static const struct fuse_opt raw_opts[] = {
+	RAW("sched=%s", sched),
+	RAW("queue_depth=%s", queue_depth),
+	RAW("nr_requests=%s", nr_requests),
+	RAW("nr_hw_queues=%s", nr_hw_queues),
+	RAW("plug=%s", plug),
+	RAW("complete_delay_us=%s", complete_delay_us),
+	RAW("cache=%s", cache),
+	RAW("errors=%s", errors),
+	RAW("meta_cache=%s", meta_cache),
+	RAW("commit=%s", commit),
+	RAW("stats=%s", stats),
+	RAW("sqpoll", sqpoll),
+	RAW_TUN("read_expire", 0),
+	RAW_TUN("write_expire", 1),
+	RAW_TUN("fifo_batch", 2),
+	RAW_TUN("writes_starved", 3),
+	RAW_TUN("front_merges", 4),
+	RAW_TUN("async_depth", 5),
+	RAW_TUN("prio_aging_expire", 6),
+	/* Kept for the kernel too: the mount itself is read-only. */
+	FUSE_OPT_KEY("ro", KEY_RO),
+	FUSE_OPT_KEY("fsname=", KEY_FSNAME),
+	/* mount(8) options that mount.fuse3 may pass and libfuse refuses. */
+	FUSE_OPT_KEY("defaults", FUSE_OPT_KEY_DISCARD),
+	FUSE_OPT_KEY("auto", FUSE_OPT_KEY_DISCARD),
+	FUSE_OPT_KEY("noauto", FUSE_OPT_KEY_DISCARD),
+	FUSE_OPT_KEY("nofail", FUSE_OPT_KEY_DISCARD),
+	FUSE_OPT_KEY("_netdev", FUSE_OPT_KEY_DISCARD),
+	FUSE_OPT_KEY("user", FUSE_OPT_KEY_DISCARD),
+	FUSE_OPT_KEY("user=", FUSE_OPT_KEY_DISCARD),
+	FUSE_OPT_KEY("nouser", FUSE_OPT_KEY_DISCARD),
+	FUSE_OPT_KEY("users", FUSE_OPT_KEY_DISCARD),
+	FUSE_OPT_KEY("rw", FUSE_OPT_KEY_DISCARD),
+	FUSE_OPT_END
+};
+
+/* Options that take a value, for a clearer message when it is missing. */
+static bool opts_takes_value(const char *arg)
+{
+	for (const struct fuse_opt *o = raw_opts; o->templ; o++) {
+		size_t n = strlen(arg);
+
+		if (!strncmp(o->templ, arg, n) && !strcmp(o->templ + n, "=%s"))
+			return true;
+	}
+	return false;
+}
+
+static int raw_proc(void *data, const char *arg, int key,
+		    struct fuse_args *outargs)
+{
+	struct opts_raw *raw = data;
+
+	switch (key) {
+	case KEY_RO:
+		raw->ro = 1;
+		return 1;
+	case KEY_FSNAME:
+		raw->fsname = 1;
+		return 1;
+	case FUSE_OPT_KEY_NONOPT:
+		if (raw->device)
+			return 1;	/* the mount point: fuse_parse_cmdline's */
+		raw->device = strdup(arg);
+		return raw->device ? 0 : -1;
+	default:
+		if (opts_takes_value(arg)) {
+			fprintf(stderr, "mqfs: option '%s' needs a value (%s=...)\n",
+				arg, arg);
+			return -1;
+		}
+		return 1;	/* FUSE's, or unknown: fuse_session_new decides */
+	}
+}
+
+static void raw_free(struct opts_raw *raw)
+{
+	char **strs[] = { &raw->sched, &raw->queue_depth, &raw->nr_requests,
+			  &raw->nr_hw_queues, &raw->plug,
+			  &raw->complete_delay_us, &raw->cache, &raw->errors,
+			  &raw->meta_cache, &raw->commit, &raw->stats,
+			  &raw->device };
+
+	for (size_t i = 0; i < sizeof(strs) / sizeof(strs[0]); i++)
+		free(*strs[i]);
+	for (int i = 0; i < MQFS_NR_TUNABLES; i++)
+		free(raw->tunables[i]);
+}
+
+static int bad_value(const char *name, const char *value, const char *want)
+{
+	fprintf(stderr, "mqfs: bad value for option '%s': '%s' (%s)\n",
+		name, value, want);
+	return -EINVAL;
+}
+
+/* Digits only (no sign, no blanks); with @suffix a K, M or G may follow. */
+static int parse_u64(const char *s, bool suffix, uint64_t *out)
+{
+	unsigned long long v;
+	unsigned shift = 0;
+	char *end;
+
+	if (*s < '0' || *s > '9')
+		return -EINVAL;
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (suffix) {
+		switch (*end) {
+		case 'k': case 'K': shift = 10; end++; break;
+		case 'm': case 'M': shift = 20; end++; break;
+		case 'g': case 'G': shift = 30; end++; break;
+		}
+	}
+	if (errno || *end || v > (UINT64_MAX >> shift))
+		return -EINVAL;
+	*out = (uint64_t)v << shift;
+	return 0;
+}
+
+static int opt_uint(const char *name, const char *s, unsigned lo,
+		    unsigned hi, unsigned *out)
+{
+	char want[64];
+	uint64_t v;
+
+	if (!s)
+		return 0;
+	if (parse_u64(s, false, &v) || v < lo || v > hi) {
+		snprintf(want, sizeof(want), "a number from %u to %u", lo, hi);
+		return bad_value(name, s, want);
+	}
+	*out = (unsigned)v;
+	return 0;
+}
+
+static int opt_choice(const char *name, const char *s,
+		      const char *const *choices, unsigned n, unsigned *out)
+{
+	char want[96] = "one of";
+
+	if (!s)
+		return 0;
+	for (unsigned i = 0; i < n; i++)
+		if (!strcmp(s, choices[i])) {
+			*out = i;
+			return 0;
+		}
+	for (unsigned i = 0; i < n; i++)
+		snprintf(want + strlen(want), sizeof(want) - strlen(want),
+			 "%s %s", i ? "," : "", choices[i]);
+	return bad_value(name, s, want);
+}
+
+/* The elevator checks the range; here only the syntax. */
+static int opt_tunable(const char *name, const char *s, bool deadline)
+{
+	long long v;
+	char *end;
+
+	if (!s)
+		return 0;
+	errno = 0;
+	v = strtoll(s, &end, 10);
+	if (errno || end == s || *end || v < INT_MIN || v > INT_MAX)
+		return bad_value(name, s, "an integer");
+	if (!deadline) {
+		fprintf(stderr, "mqfs: option '%s' needs sched=mq-deadline\n",
+			name);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+static int opt_meta_cache(const char *s, uint64_t *out)
+{
+	uint64_t v;
+
+	if (!s)
+		return 0;
+	if (parse_u64(s, true, &v) || v < (1u << 20) ||
+	    v > (64ull << 30))
+		return bad_value("meta_cache", s,
+				 "a size from 1M to 64G, K/M/G suffixes");
+	*out = v;
+	return 0;
+}
+
+/* The queue and the device; 0 or the number of bad options. */
+static int check_queue(const struct opts_raw *raw, struct mqfs_config *cfg)
+{
+	static const char *const scheds[] = { "mq-deadline", "none" };
+	unsigned sched = 0, plug = 1, qd = 0, delay = 0;
+	int bad = 0;
+
+	bad += !!opt_choice("sched", raw->sched, scheds, 2, &sched);
+	cfg->queue.elevator = scheds[sched];
+	bad += !!opt_uint("queue_depth", raw->queue_depth, 1, 4096, &qd);
+	cfg->queue.queue_depth = qd;
+	cfg->uring.queue_depth = qd;
+	bad += !!opt_uint("nr_requests", raw->nr_requests, 4, 16384,
+			  &cfg->queue.nr_requests);
+	bad += !!opt_uint("nr_hw_queues", raw->nr_hw_queues, 1, 64,
+			  &cfg->queue.nr_hw_queues);
+	bad += !!opt_uint("plug", raw->plug, 0, 1, &plug);
+	cfg->plug = plug;
+	bad += !!opt_uint("complete_delay_us", raw->complete_delay_us, 0,
+			  1000000, &delay);
+	for (int i = 0; i < MQFS_NR_TUNABLES; i++)
+		bad += !!opt_tunable(tunable_names[i], raw->tunables[i],
+				     sched == 0);
+	cfg->uring.sqpoll = raw->sqpoll;
+	return bad;
+}
+
+/* The filesystem and the cache mode; 0 or the number of bad options. */
+static int check_fs(const struct opts_raw *raw, struct mqfs_config *cfg)
+{
+	static const char *const caches[] = { "kernel", "none" };
+	static const char *const errs[] = { "remount-ro", "continue" };
+	unsigned cache = 0, errors = 0, commit = 0;
+	int bad = 0;
+
+	bad += !!opt_choice("cache", raw->cache, caches, 2, &cache);
+	cfg->direct_io = cache == 1;
+	bad += !!opt_choice("errors", raw->errors, errs, 2, &errors);
+	cfg->mount.errors = errors ? MQFS_ERRORS_CONTINUE
+				   : MQFS_ERRORS_REMOUNT_RO;
+	bad += !!opt_meta_cache(raw->meta_cache, &cfg->mount.meta_cache_bytes);
+	bad += !!opt_uint("commit", raw->commit, 0, 86400, &commit);
+	cfg->mount.commit_interval_ms = commit * 1000;
+	cfg->mount.readonly = raw->ro;
+	return bad;
+}
+
+/* Move the strings the running daemon still needs from @raw to @cfg. */
+static void take_strings(struct opts_raw *raw, struct mqfs_config *cfg)
+{
+	cfg->device = raw->device;
+	raw->device = NULL;
+	cfg->complete_delay_us = raw->complete_delay_us;
+	raw->complete_delay_us = NULL;
+	cfg->stats_path = raw->stats;
+	raw->stats = NULL;
+	for (int i = 0; i < MQFS_NR_TUNABLES; i++) {
+		cfg->tunables[i] = raw->tunables[i];
+		raw->tunables[i] = NULL;
+	}
+}
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+"usage: mqfs DEVICE MOUNTPOINT [-f] [-d] [-s] [-o OPTION[,OPTION...]]\n"
+"\n"
+"mqfs options (default in brackets):\n"
+"  -o sched=mq-deadline|none    I/O scheduler [mq-deadline]\n"
+"  -o read_expire=MS, write_expire=MS, fifo_batch=N, writes_starved=N,\n"
+"     front_merges=0|1, async_depth=N, prio_aging_expire=MS\n"
+"                               mq-deadline tunables [the elevator's]\n"
+"  -o queue_depth=N             device queue depth, 1-4096 [128]\n"
+"  -o nr_requests=N             scheduler requests [2*min(queue_depth,128)]\n"
+"  -o nr_hw_queues=N            hardware queues, 1-64 [1]\n"
+"  -o plug=0|1                  batch each request's I/O in a plug [1]\n"
+"  -o complete_delay_us=N       completion worker batching delay [1000]\n"
+"  -o sqpoll                    io_uring kernel submission thread [off]\n"
+"  -o cache=kernel|none         page cache with writeback, or direct [kernel]\n"
+"  -o ro                        read-only mount [off]\n"
+"  -o errors=remount-ro|continue  on metadata corruption [remount-ro]\n"
+"  -o meta_cache=SIZE           metadata buffer cache, K/M/G [32M]\n"
+"  -o commit=SECONDS            journal commit interval [5]\n"
+"  -o stats=PATH                write the scheduler's statistics to PATH\n"
+"                               at unmount [off]\n"
+"default_permissions is always on: the kernel checks access.\n"
+"\n");
+}
+
+/* Help and version: printed, then the caller exits 0. */
+static int show_info(const struct fuse_cmdline_opts *cmd)
+{
+	if (cmd->show_version) {
+		printf("mqfs %s (libfuse %s)\n", PACKAGE_VERSION,
+		       fuse_pkgversion());
+		fuse_lowlevel_version();
+		return 1;
+	}
+	usage(stdout);
+	printf("FUSE options:\n");
+	fuse_cmdline_help();
+	fuse_lowlevel_help();
+	return 1;
+}
+
+/* default_permissions always, and the device as the source in mtab. */
+static int add_fuse_opts(struct fuse_args *args, const struct opts_raw *raw,
+			 const char *device)
+{
+	char *opts = NULL, *path = realpath(device, NULL);
+	char *fsname = NULL;
+	int ret = -ENOMEM;
+
+	if (asprintf(&fsname, "fsname=%s", path ? path : device) < 0)
+		fsname = NULL;
+	if (fuse_opt_add_opt(&opts, "default_permissions") ||
+	    (!raw->fsname && (!fsname ||
+			      fuse_opt_add_opt_escaped(&opts, fsname))) ||
+	    fuse_opt_add_arg(args, "-o") || fuse_opt_add_arg(args, opts))
+		goto out;
+	ret = 0;
+out:
+	free(path);
+	free(fsname);
+	free(opts);
+	return ret;
+}
+
+static int parse_checked(struct fuse_args *args, struct opts_raw *raw,
+			 struct mqfs_config *cfg)
+{
+	if (fuse_opt_parse(args, raw, raw_opts, raw_proc) ||
+	    fuse_parse_cmdline(args, &cfg->cmd))
+		return -EINVAL;
+	if (cfg->cmd.show_help || cfg->cmd.show_version)
+		return show_info(&cfg->cmd);
+	if (!raw->device || !cfg->cmd.mountpoint) {
+		fprintf(stderr, "mqfs: %s\n", raw->device ? "no mount point given"
+				: "no device given");
+		usage(stderr);
+		return -EINVAL;
+	}
+	if (check_queue(raw, cfg) + check_fs(raw, cfg))
+		return -EINVAL;
+	if (add_fuse_opts(args, raw, raw->device)) {
+		fprintf(stderr, "mqfs: out of memory\n");
+		return -ENOMEM;
+	}
+	take_strings(raw, cfg);
+	return 0;
+}
+
+int mqfs_config_parse(struct fuse_args *args, struct mqfs_config *cfg)
+{
+	struct opts_raw raw = { 0 };
+	int ret;
+
+	*cfg = (struct mqfs_config){ .plug = true };
+	ret = parse_checked(args, &raw, cfg);
+	raw_free(&raw);
+	if (ret)
+		mqfs_config_free(cfg);
+	return ret;
+}
+
+void mqfs_config_free(struct mqfs_config *cfg)
+{
+	free(cfg->device);
+	free(cfg->cmd.mountpoint);
+	free(cfg->complete_delay_us);
+	free(cfg->stats_path);
+	for (int i = 0; i < MQFS_NR_TUNABLES; i++)
+		free(cfg->tunables[i]);
+	*cfg = (struct mqfs_config){ 0 };
+}
+
+static int tune_one(struct mq_queue *q, const char *name, const char *value)
+{
+	int ret;
+
+	if (!value)
+		return 0;
+	ret = mq_queue_attr_store(q, name, value);
+	if (ret)
+		return bad_value(name, value, ret == -EINVAL ? "out of range"
+				 : strerror(-ret));
+	return 0;
+}
+
+int mqfs_config_tune_queue(const struct mqfs_config *cfg,
+			   struct mq_queue *q)
+{
+	int bad = 0;
+
+	for (int i = 0; i < MQFS_NR_TUNABLES; i++)
+		bad += !!tune_one(q, tunable_names[i], cfg->tunables[i]);
+	bad += !!tune_one(q, "complete_delay_us", cfg->complete_delay_us);
+	return bad ? -EINVAL : 0;
+}

@@ -1,0 +1,333 @@
+// SPDX-License-Identifier: MIT
+/*
+ * mkfs.mqfs - make an mqfs filesystem on a device or an image file.
+ *
+ *   mkfs.mqfs [-L label] [-U uuid] [-N inodes] [-J journal-size]
+ *             [-s size] [-f] [-q] DEVICE|IMAGE
+ *
+ * The formatting itself is the library's (mqfs_mkfs); this front end
+ * parses options, creates the image file when asked, refuses to destroy
+ * an existing filesystem without -f, and prints what it made.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "mqfs/blk.h"
+#include "mqfs/format.h"
+#include "mqfs/fs.h"
+#include "tools_i.h"
+
+#define PROG "mkfs.mqfs"
+/* Bytes the signature probe reads: up to btrfs's magic at 65600. */
+#define PROBE_BLOCKS 17u
+
+struct mkfs_args {
+	struct mqfs_mkfs_opts o;
+	uint8_t uuid[16];
+	uint64_t size;			/* -s, 0: not given */
+	bool force, quiet;
+	const char *path;
+};
+
+static void mkfs_usage(FILE *out)
+{
+	fprintf(out,
+		"Usage: " PROG " [-L label] [-U uuid] [-N inodes] "
+		"[-J journal-size] [-s size] [-f] [-q] DEVICE|IMAGE\n"
+		"  -L label   volume label (at most 63 bytes)\n"
+		"  -U uuid    volume UUID (default: random)\n"
+		"  -N inodes  number of inodes (default: one per 16 KiB)\n"
+		"  -J size    journal size (default: 1/64 of the fs, 1-32 MiB)\n"
+		"  -s size    filesystem size; creates IMAGE if it is missing\n"
+		"  -f         overwrite an existing filesystem signature\n"
+		"  -q         quiet\n"
+		"Sizes take K, M, G or T suffixes (powers of 1024).\n");
+}
+
+static int hexval(int c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}
+
+/* 8-4-4-4-12 hex digits, the dashes where uuid(3) puts them. */
+static int mkfs_parse_uuid(const char *s, uint8_t out[16])
+{
+	unsigned n = 0;
+
+	if (strlen(s) != 36)
+		return -EINVAL;
+	for (unsigned i = 0; i < 36; i++) {
+		bool dash = i == 8 || i == 13 || i == 18 || i == 23;
+		int hi, lo;
+
+		if (dash) {
+			if (s[i] != '-')
+				return -EINVAL;
+			continue;
+		}
+		hi = hexval(s[i]);
+		lo = hexval(s[i + 1]);
+		if (hi < 0 || lo < 0)
+			return -EINVAL;
+		out[n++] = (uint8_t)(hi << 4 | lo);
+		i++;
+	}
+	return 0;
+}
+
+static int mkfs_size_arg(char opt, const char *s, uint64_t *out)
+{
+	if (tool_parse_size(s, out) || !*out) {
+		fprintf(stderr, PROG ": -%c: invalid size '%s'\n", opt, s);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+static int mkfs_parse(int argc, char **argv, struct mkfs_args *a)
+{
+	int c;
+
+	while ((c = getopt(argc, argv, "L:U:N:J:s:fqh")) != -1) {
+		switch (c) {
+		case 'L':
+			if (strlen(optarg) >= sizeof(((struct mqfs_super *)0)->label)) {
+				fprintf(stderr, PROG ": -L: label longer than 63 bytes\n");
+				return -EINVAL;
+			}
+			a->o.label = optarg;
+			break;
+		case 'U':
+			if (mkfs_parse_uuid(optarg, a->uuid)) {
+				fprintf(stderr, PROG ": -U: invalid UUID '%s'\n",
+					optarg);
+				return -EINVAL;
+			}
+			a->o.uuid = a->uuid;
+			break;
+		case 'N':
+			if (mkfs_size_arg('N', optarg, &a->o.inodes))
+				return -EINVAL;
+			break;
+		case 'J':
+			if (mkfs_size_arg('J', optarg, &a->o.journal_bytes))
+				return -EINVAL;
+			break;
+		case 's':
+			if (mkfs_size_arg('s', optarg, &a->size))
+				return -EINVAL;
+			break;
+		case 'f':
+			a->force = true;
+			break;
+		case 'q':
+			a->quiet = true;
+			break;
+		case 'h':
+			mkfs_usage(stdout);
+			exit(0);
+		default:
+			mkfs_usage(stderr);
+			return -EINVAL;
+		}
+	}
+	if (optind != argc - 1) {
+		fprintf(stderr, PROG ": %s\n", optind >= argc ?
+			"no device or image given" : "too many arguments");
+		mkfs_usage(stderr);
+		return -EINVAL;
+	}
+	a->path = argv[optind];
+	if (a->size && a->size < (uint64_t)MQFS_MIN_BLOCKS * MQFS_BLOCK_SIZE) {
+		fprintf(stderr, PROG ": -s: at least %u KiB\n",
+			MQFS_MIN_BLOCKS * MQFS_BLOCK_SIZE / 1024);
+		return -EINVAL;
+	}
+	a->o.size_bytes = a->size & ~(uint64_t)(MQFS_BLOCK_SIZE - 1);
+	return 0;
+}
+
+/*
+ * Make sure @path exists: create it (O_EXCL) and size it with
+ * ftruncate when it does not and -s was given.  *created tells the
+ * caller to remove it again on failure.
+ */
+static int mkfs_prepare_image(const struct mkfs_args *a, bool *created)
+{
+	struct stat st;
+	int fd;
+
+	*created = false;
+	if (!stat(a->path, &st)) {
+		if (S_ISREG(st.st_mode) && a->size > (uint64_t)st.st_size) {
+			fprintf(stderr, PROG ": %s: -s %" PRIu64 " is larger "
+				"than the file (%lld bytes)\n", a->path,
+				a->size, (long long)st.st_size);
+			return -EINVAL;
+		}
+		return 0;
+	}
+	if (errno != ENOENT) {
+		fprintf(stderr, PROG ": %s: %s\n", a->path, strerror(errno));
+		return -errno;
+	}
+	if (!a->size) {
+		fprintf(stderr, PROG ": %s does not exist (give -s SIZE to "
+			"create an image file)\n", a->path);
+		return -ENOENT;
+	}
+	fd = open(a->path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+	if (fd < 0) {
+		fprintf(stderr, PROG ": cannot create %s: %s\n", a->path,
+			strerror(errno));
+		return -errno;
+	}
+	*created = true;
+	if (ftruncate(fd, (off_t)a->o.size_bytes)) {
+		int err = -errno;
+
+		fprintf(stderr, PROG ": %s: cannot set the size: %s\n",
+			a->path, strerror(-err));
+		close(fd);
+		return err;
+	}
+	close(fd);
+	return 0;
+}
+
+/* Name the filesystem (or other) signature found in the first blocks. */
+static const char *mkfs_signature(const uint8_t *p, size_t len)
+{
+	const struct mqfs_blk_hdr *h = (const void *)p;
+
+	if (len >= 4096 && h->magic == MQFS_MAGIC)
+		return "an mqfs filesystem";
+	if (len >= 1082 && p[1080] == 0x53 && p[1081] == 0xef)
+		return "an ext2/ext3/ext4 filesystem";
+	if (len >= 4 && !memcmp(p, "XFSB", 4))
+		return "an XFS filesystem";
+	if (len >= 6 && !memcmp(p, "LUKS\xba\xbe", 6))
+		return "a LUKS volume";
+	if (len >= 4096 && !memcmp(p + 4086, "SWAPSPACE2", 10))
+		return "swap space";
+	if (len >= 65608 && !memcmp(p + 65600, "_BHRfS_M", 8))
+		return "a btrfs filesystem";
+	return NULL;
+}
+
+/* Refuse to overwrite a signature without -f.  0 or -EEXIST / -errno. */
+static int mkfs_probe(struct mq_queue *q, const struct mkfs_args *a)
+{
+	uint64_t blocks = mq_queue_size_bytes(q) / MQFS_BLOCK_SIZE;
+	uint32_t n = blocks < PROBE_BLOCKS ? (uint32_t)blocks : PROBE_BLOCKS;
+	const char *what;
+	void *buf;
+	int ret;
+
+	if (!n)
+		return 0;
+	if (posix_memalign(&buf, MQFS_BLOCK_SIZE, (size_t)n * MQFS_BLOCK_SIZE))
+		return -ENOMEM;
+	ret = tool_read_blocks(q, 0, buf, n);
+	if (ret) {
+		fprintf(stderr, PROG ": %s: read error: %s\n", a->path,
+			strerror(-ret));
+		free(buf);
+		return ret;
+	}
+	what = mkfs_signature(buf, (size_t)n * MQFS_BLOCK_SIZE);
+	free(buf);
+	if (!what)
+		return 0;
+	if (a->force) {
+		if (!a->quiet)
+			printf("%s: overwriting %s (-f)\n", a->path, what);
+		return 0;
+	}
+	fprintf(stderr, PROG ": %s contains %s; use -f to overwrite it\n",
+		a->path, what);
+	return -EEXIST;
+}
+
+static void mkfs_print(const struct mkfs_args *a,
+		       const struct mqfs_mkfs_report *r)
+{
+	const uint8_t *u = r->uuid;
+	char h[32];
+
+	printf("Created an mqfs filesystem on %s\n", a->path);
+	printf("  size:     %s (%" PRIu64 " blocks of %u bytes)\n",
+	       tool_human(r->block_count * MQFS_BLOCK_SIZE, h, sizeof(h)),
+	       r->block_count, MQFS_BLOCK_SIZE);
+	printf("  groups:   %u of up to %u blocks\n", r->ag_count, r->ag_blocks);
+	printf("  inodes:   %" PRIu64 "\n", r->inode_count);
+	printf("  journal:  %s (%u blocks)\n",
+	       tool_human((uint64_t)r->journal_blocks * MQFS_BLOCK_SIZE, h,
+			  sizeof(h)), r->journal_blocks);
+	printf("  uuid:     %02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-"
+	       "%02x%02x%02x%02x%02x%02x\n", u[0], u[1], u[2], u[3], u[4],
+	       u[5], u[6], u[7], u[8], u[9], u[10], u[11], u[12], u[13],
+	       u[14], u[15]);
+	printf("  label:    %s\n", a->o.label ? a->o.label : "(none)");
+}
+
+/* Check -s against the device, probe, format.  0 or -errno. */
+static int mkfs_run(struct mq_queue *q, const struct mkfs_args *a,
+		    bool created)
+{
+	struct mqfs_mkfs_report rep = { 0 };
+	uint64_t dev_bytes = mq_queue_size_bytes(q);
+	int ret;
+
+	if (a->size > dev_bytes) {
+		fprintf(stderr, PROG ": %s: -s %" PRIu64 " is larger than the "
+			"device (%" PRIu64 " bytes)\n", a->path, a->size,
+			dev_bytes);
+		return -EINVAL;
+	}
+	if (!created && (ret = mkfs_probe(q, a)))
+		return ret;
+	ret = mqfs_mkfs(q, &a->o, &rep);
+	if (ret) {
+		fprintf(stderr, PROG ": %s: %s\n", a->path, strerror(-ret));
+		return ret;
+	}
+	if (!a->quiet)
+		mkfs_print(a, &rep);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	struct mkfs_args a = { 0 };
+	struct tool_dev td;
+	bool created;
+	int ret;
+
+	if (mkfs_parse(argc, argv, &a))
+		return 1;
+	if (mkfs_prepare_image(&a, &created))
+		return 1;
+	ret = tool_open(PROG, a.path, &td);
+	if (!ret) {
+		ret = mkfs_run(td.q, &a, created);
+		tool_close(&td);
+	}
+	if (ret && created)
+		unlink(a.path);
+	return ret ? 1 : 0;
+}

@@ -1,0 +1,37 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * tools_i.h - helpers shared by mkfs.mqfs and fsck.mqfs: size arguments
+ * and opening a device or image through the block layer.
+ */
+#ifndef MQFS_TOOLS_I_H
+#define MQFS_TOOLS_I_H
+
+#include <stdint.h>
+
+struct mq_dev;
+struct mq_queue;
+
+/* An opened device with its queue (elevator "none": one thread of I/O). */
+struct tool_dev {
+	struct mq_dev *dev;
+	struct mq_queue *q;
+};
+
+/*
+ * Parse "123", "64K", "16M", "2G", "1T" (powers of 1024; an optional
+ * trailing "B" or "iB" is accepted).  0 or -EINVAL / -ERANGE.
+ */
+int tool_parse_size(const char *s, uint64_t *out);
+/* Open @path with the io_uring driver and create its queue.  0 or -errno
+ * after a message naming @prog on stderr. */
+int tool_open(const char *prog, const char *path, struct tool_dev *td);
+/* Destroy the queue, then close the device (all I/O has completed). */
+void tool_close(struct tool_dev *td);
+/* Read @nblocks 4 KiB blocks from block @blk into @buf (4 KiB aligned),
+ * synchronously through the queue.  0 or -errno. */
+int tool_read_blocks(struct mq_queue *q, uint64_t blk, void *buf,
+		     uint32_t nblocks);
+/* "1.5 GiB" style rendering of @bytes into @buf. */
+const char *tool_human(uint64_t bytes, char *buf, size_t len);
+
+#endif /* MQFS_TOOLS_I_H */

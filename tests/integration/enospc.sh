@@ -1,0 +1,120 @@
+#!/bin/sh
+# SPDX-License-Identifier: MIT
+# Running out of space: on a small image, writes end with ENOSPC (from
+# write, fsync or close: the kernel's writeback cache may report it
+# late); everything written before stays readable; after deleting the
+# files the space is usable again to about the same amount, in both
+# cache modes.  Then inodes run out the same way.  fsck-clean throughout.
+. "$(dirname "$0")/lib.sh"
+t_init
+t_mkfs 24M -N 512
+
+cat >"$T_DIR/fill.py" <<'EOF'
+import errno, hashlib, json, os, sys
+
+cmd, root, state = sys.argv[1:4]
+CHUNK = 256 << 10
+
+
+def fill():
+    done, full = {}, False
+    i = 0
+    while not full:
+        path = os.path.join(root, 'fill%03d' % i)
+        data = hashlib.sha256(b'%d' % i).digest() * (CHUNK // 32)
+        fd = os.open(path, os.O_CREAT | os.O_WRONLY, 0o644)
+        written = 0
+        try:
+            for _ in range(4):
+                written += os.write(fd, data)
+            os.fsync(fd)
+        except OSError as e:
+            assert e.errno == errno.ENOSPC, e
+            full = True
+        try:
+            os.close(fd)
+        except OSError as e:
+            assert e.errno == errno.ENOSPC, e
+            full = True
+        if not full:
+            done[path] = written
+        i += 1
+        assert i < 1000, 'never ran out of space'
+    return done
+
+
+def check(done):
+    for path, size in done.items():
+        i = int(path[-3:])
+        data = hashlib.sha256(b'%d' % i).digest() * (CHUNK // 32)
+        with open(path, 'rb') as f:
+            got = f.read()
+        assert got == data * (size // CHUNK), path
+
+
+if cmd == 'fill':
+    sv0 = os.statvfs(root)
+    done = fill()
+    sv = os.statvfs(root)
+    total = sum(done.values())
+    # Nearly all the free space went to the files.
+    unit = sv0.f_frsize or sv0.f_bsize
+    assert total >= sv0.f_bavail * unit * 0.8, (total, sv0)
+    assert sv.f_bavail * unit < (2 << 20), sv
+    check(done)
+    # Still usable when full: reads, stat, unlink.
+    os.listdir(root)
+    with open(state, 'w') as f:
+        json.dump({'total': total, 'done': done}, f)
+    print('filled %d MiB in %d files' % (total >> 20, len(done)))
+elif cmd == 'check':
+    with open(state) as f:
+        check(json.load(f)['done'])
+elif cmd == 'empty':
+    for name in os.listdir(root):
+        os.unlink(os.path.join(root, name))
+    with open(os.path.join(root, 'afterwards'), 'wb') as f:
+        f.write(b'ok')
+elif cmd == 'refill':
+    with open(state) as f:
+        before = json.load(f)['total']
+    total = sum(fill().values())
+    assert abs(total - before) <= max(before // 10, 2 << 20), (before, total)
+    print('refilled %d MiB' % (total >> 20))
+elif cmd == 'inodes':
+    n = 0
+    try:
+        while True:
+            os.close(os.open(os.path.join(root, 'i%05d' % n),
+                             os.O_CREAT | os.O_WRONLY, 0o644))
+            n += 1
+            assert n < 100000, 'inodes never ran out'
+    except OSError as e:
+        assert e.errno == errno.ENOSPC, e
+    assert 400 <= n <= 512, n
+    assert os.statvfs(root).f_ffree == 0
+    for i in range(n):
+        os.unlink(os.path.join(root, 'i%05d' % i))
+    os.mkdir(os.path.join(root, 'again'))
+    print('%d inodes' % n)
+EOF
+fill() { python3 "$T_DIR/fill.py" "$1" "$T_MNT" "$T_DIR/state.json" || t_fail "$1"; }
+
+t_mount
+fill fill
+t_umount
+t_fsck
+
+t_mount -o cache=none
+fill check
+fill empty
+t_umount
+t_fsck
+
+t_mount -o cache=none
+fill refill
+fill empty
+fill inodes
+t_umount
+t_fsck
+t_say "ok"

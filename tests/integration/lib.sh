@@ -1,0 +1,184 @@
+# SPDX-License-Identifier: MIT
+# lib.sh - shared helpers of the integration scripts (sourced, not run).
+#
+# A script calls t_init (probe: exit 77 without a usable /dev/fuse or
+# without root; temp dir; the cleanup trap), t_mkfs, t_mount, acts and
+# asserts, then t_umount (the daemon must exit 0) and t_fsck.  The EXIT
+# trap always unmounts, stops the daemon by its PID and removes the temp
+# dir, whatever happened.  Binaries come from $top_builddir (set by make;
+# default: the tree above this script); MQFS_DAEMON=PATH runs another
+# build of the daemon (a sanitizer build, say).
+
+T_NAME=$(basename "$0" .sh)
+T_HERE=$(cd "$(dirname "$0")" && pwd)
+T_BIN=$(cd "${top_builddir:-$T_HERE/../..}" && pwd)
+T_SRC=$(cd "${top_srcdir:-$T_HERE/../..}" && pwd)
+MQFS=${MQFS_DAEMON:-$T_BIN/mqfs}
+MKFS=$T_BIN/mkfs.mqfs
+FSCK=$T_BIN/fsck.mqfs
+
+T_DIR='' T_IMG='' T_MNT='' T_LOG='' T_PID='' T_BGMNT=''
+
+t_say() { printf '%s: %s\n' "$T_NAME" "$*"; }
+t_skip() { t_say "SKIP: $*"; exit 77; }
+t_fail() { t_say "FAIL: $*" >&2; exit 1; }
+
+t_probe() {
+	[ "$(id -u)" = 0 ] || t_skip "not root: cannot mount"
+	[ -c /dev/fuse ] || t_skip "/dev/fuse missing"
+	(exec 3<>/dev/fuse) 2>/dev/null || t_skip "/dev/fuse not usable"
+	for b in "$MQFS" "$MKFS" "$FSCK"; do
+		[ -x "$b" ] || t_fail "$b is not built"
+	done
+	command -v python3 >/dev/null || t_fail "python3 is needed"
+}
+
+t_init() {
+	t_probe
+	T_DIR=$(mktemp -d "${TMPDIR:-/var/tmp}/mqfs-$T_NAME.XXXXXX") ||
+		t_fail "mktemp"
+	T_IMG=$T_DIR/img
+	T_MNT=$T_DIR/mnt
+	T_LOG=$T_DIR/daemon.log
+	mkdir "$T_MNT" || t_fail "mkdir $T_MNT"
+	: >"$T_LOG"
+	trap t_cleanup EXIT
+	trap 'exit 129' HUP
+	trap 'exit 130' INT
+	trap 'exit 143' TERM
+}
+
+# Is $1 a mount point?  From mountinfo: stat on a dead FUSE mount fails.
+t_is_mounted() {
+	awk -v p="$1" '$5 == p { f = 1 } END { exit !f }' /proc/self/mountinfo
+}
+
+# Is process $1 running (a zombie does not count)?
+t_alive() {
+	[ -n "$1" ] || return 1
+	s=$(sed 's/^.*) //' "/proc/$1/stat" 2>/dev/null | cut -c1)
+	[ -n "$s" ] && [ "$s" != Z ]
+}
+
+t_unmount_cmd() {
+	if command -v fusermount3 >/dev/null; then
+		fusermount3 -u "$1"
+	else
+		umount "$1"
+	fi
+}
+
+# Unmount $1 by any means (cleanup only).
+t_force_unmount() {
+	[ -n "$1" ] && t_is_mounted "$1" || return 0
+	t_unmount_cmd "$1" 2>/dev/null || umount "$1" 2>/dev/null ||
+		umount -l "$1" 2>/dev/null
+}
+
+# Wait up to $2 tenths of a second for process $1 to end.
+t_wait_exit() {
+	i=0
+	while t_alive "$1"; do
+		[ "$i" -lt "$2" ] || return 1
+		sleep 0.1
+		i=$((i + 1))
+	done
+	return 0
+}
+
+# Stop the daemon $1 (cleanup only): TERM, then KILL.
+t_kill_daemon() {
+	t_alive "$1" || return 0
+	t_wait_exit "$1" 30 && return 0
+	kill "$1" 2>/dev/null
+	t_wait_exit "$1" 50 || kill -9 "$1" 2>/dev/null
+}
+
+t_cleanup() {
+	rc=$?
+	trap - EXIT HUP INT TERM
+	if [ "$rc" != 0 ] && [ "$rc" != 77 ] && [ -s "$T_LOG" ]; then
+		t_say "daemon log (last 40 lines):"
+		tail -n 40 "$T_LOG"
+	fi
+	t_force_unmount "$T_MNT"
+	[ -z "$T_BGMNT" ] || t_force_unmount "$T_BGMNT"
+	t_kill_daemon "$T_PID"
+	[ -z "$T_PID" ] || wait "$T_PID" 2>/dev/null
+	if [ -n "$T_DIR" ]; then
+		if t_is_mounted "$T_MNT"; then
+			t_say "$T_MNT is still mounted: $T_DIR left behind"
+		else
+			rm -rf --one-file-system "$T_DIR"
+		fi
+	fi
+	exit "$rc"
+}
+
+# t_mkfs SIZE [mkfs.mqfs options]: a fresh image at $T_IMG.
+t_mkfs() {
+	size=$1
+	shift
+	rm -f "$T_IMG"
+	"$MKFS" -s "$size" "$@" "$T_IMG" >"$T_DIR/mkfs.out" 2>&1 || {
+		cat "$T_DIR/mkfs.out"
+		t_fail "mkfs.mqfs -s $size $*"
+	}
+}
+
+# Wait until $1 is mounted (10 s), or the daemon $2 gave up.
+t_wait_mounted() {
+	i=0
+	until t_is_mounted "$1"; do
+		if [ "$i" -ge 100 ] || { [ -n "$2" ] && ! t_alive "$2"; }; then
+			return 1
+		fi
+		sleep 0.1
+		i=$((i + 1))
+	done
+}
+
+# t_mount [daemon options]: start the daemon in the foreground, keep its
+# PID, wait for the mount.  Its output goes to $T_LOG.
+t_mount() {
+	echo "== mqfs $T_IMG $T_MNT -f $*" >>"$T_LOG"
+	"$MQFS" "$T_IMG" "$T_MNT" -f "$@" >>"$T_LOG" 2>&1 &
+	T_PID=$!
+	t_wait_mounted "$T_MNT" "$T_PID" ||
+		t_fail "not mounted with '$*' (daemon $(t_alive "$T_PID" &&
+			echo running || echo exited))"
+}
+
+# Unmount; the daemon must then exit, with status 0.
+t_umount() {
+	t_unmount_cmd "$T_MNT" || t_fail "cannot unmount $T_MNT"
+	t_wait_exit "$T_PID" 300 || t_fail "daemon still running after unmount"
+	wait "$T_PID"
+	rc=$?
+	T_PID=
+	[ "$rc" = 0 ] || t_fail "daemon exited with $rc after unmount"
+}
+
+# The daemon was killed (crash test): drop its dead mount.
+t_drop_dead_mount() {
+	t_wait_exit "$T_PID" 50 || t_fail "daemon $T_PID did not die"
+	wait "$T_PID" 2>/dev/null
+	T_PID=
+	t_unmount_cmd "$T_MNT" 2>/dev/null || umount -l "$T_MNT" ||
+		t_fail "cannot drop the dead mount"
+}
+
+# fsck.mqfs -n -f must find nothing.
+t_fsck() {
+	"$FSCK" -n -f "$T_IMG" >"$T_DIR/fsck.out" 2>&1
+	rc=$?
+	[ "$rc" = 0 ] || {
+		cat "$T_DIR/fsck.out"
+		t_fail "fsck.mqfs -n -f: exit $rc"
+	}
+}
+
+# t_py ARGS... <<EOF: a Python check; its failure fails the script.
+t_py() {
+	python3 - "$@" || t_fail "python check failed (see above)"
+}

@@ -1,0 +1,24 @@
+# SPDX-License-Identifier: MIT
+# Integration scripts: mount the real filesystem through /dev/fuse.  Each
+# exits 77 (skip) without root or a usable /dev/fuse.  They need mqfs,
+# mkfs.mqfs and fsck.mqfs built, python3, and fio (fio.sh).
+FUSE_INTEGRATION_TESTS = \
+	tests/integration/basic.sh \
+	tests/integration/persist.sh \
+	tests/integration/bigdir.sh \
+	tests/integration/enospc.sh \
+	tests/integration/readonly.sh \
+	tests/integration/badopts.sh \
+	tests/integration/corrupt.sh \
+	tests/integration/stress.sh \
+	tests/integration/fio.sh \
+	tests/integration/mount-t.sh
+
+TESTS += $(FUSE_INTEGRATION_TESTS)
+EXTRA_DIST += $(FUSE_INTEGRATION_TESTS) tests/integration/lib.sh \
+	contrib/fio/verify-seqwrite-1m-qd4.fio \
+	contrib/fio/verify-randwrite-4k-qd16.fio \
+	contrib/fio/verify-randwrite-64k-qd8-4jobs.fio \
+	contrib/fio/verify-direct-randwrite-4k-qd16.fio \
+	contrib/fio/randread-4k-qd32.fio \
+	contrib/fio/seqwrite-1m-qd8.fio

@@ -1,0 +1,126 @@
+#!/bin/sh
+# SPDX-License-Identifier: MIT
+# mkfs.mqfs on image files: creation with -s, refusal to overwrite a
+# signature without -f, option errors, -L/-U/-N/-J/-q.
+set -u
+
+builddir=${top_builddir:-.}
+MKFS=$builddir/mkfs.mqfs
+FSCK=$builddir/fsck.mqfs
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/mqfs-tools-mkfs.XXXXXX") || exit 1
+trap 'rm -rf "$tmp"' EXIT INT TERM
+failures=0
+
+fail() {
+	echo "FAIL: $*" >&2
+	failures=$((failures + 1))
+}
+
+# expect CODE DESCRIPTION CMD...: run CMD, compare its exit status.
+expect() {
+	want=$1 what=$2
+	shift 2
+	"$@" >"$tmp/out" 2>"$tmp/err"
+	got=$?
+	if [ "$got" -ne "$want" ]; then
+		fail "$what: exit $got, expected $want"
+		sed 's/^/  | /' "$tmp/out" "$tmp/err" >&2
+	fi
+}
+
+# expect_nonzero DESCRIPTION CMD...
+expect_nonzero() {
+	what=$1
+	shift
+	if "$@" >"$tmp/out" 2>"$tmp/err"; then
+		fail "$what: succeeded"
+	fi
+}
+
+grep_out() {
+	grep -q -- "$1" "$tmp/out" "$tmp/err" || fail "missing '$1' in output"
+}
+
+# Write the bytes of printf format $3 into file $1 at offset $2.
+poke() {
+	printf "$3" | dd of="$1" bs=1 seek="$2" conv=notrunc 2>/dev/null
+}
+
+for p in "$MKFS" "$FSCK"; do
+	[ -x "$p" ] || { echo "FAIL: $p not built" >&2; exit 1; }
+done
+
+# The tools need io_uring; a kernel without it cannot run them at all.
+img=$tmp/a.img
+if ! "$MKFS" -q -s 64M "$img" >"$tmp/out" 2>"$tmp/err"; then
+	if grep -qi "uring" "$tmp/err"; then
+		echo "SKIP: io_uring unavailable" >&2
+		exit 77
+	fi
+	fail "mkfs -s 64M on a new image"
+	cat "$tmp/err" >&2
+fi
+[ "$(stat -c %s "$img")" = 67108864 ] || fail "image size is not 64 MiB"
+expect 0 "fsck of a fresh image" "$FSCK" -f -n "$img"
+
+# A missing image needs -s; nothing is created.
+expect 1 "missing image without -s" "$MKFS" "$tmp/missing.img"
+[ -e "$tmp/missing.img" ] && fail "missing image was created"
+
+# An existing filesystem is kept without -f.
+expect 1 "existing mqfs without -f" "$MKFS" "$img"
+grep_out "mqfs filesystem"
+expect 0 "existing mqfs with -f" "$MKFS" -f -q "$img"
+
+# Other signatures: ext4 (mkfs.ext4 when present, else the magic).
+sig=$tmp/sig.img
+truncate -s 64M "$sig"
+if command -v mkfs.ext4 >/dev/null 2>&1; then
+	mkfs.ext4 -q -F "$sig" >/dev/null 2>&1 || poke "$sig" 1080 '\123\357'
+else
+	poke "$sig" 1080 '\123\357'
+fi
+expect 1 "ext4 signature without -f" "$MKFS" "$sig"
+grep_out "ext2/ext3/ext4"
+expect 8 "fsck of an ext4 image" "$FSCK" -n "$sig"
+expect 0 "ext4 signature with -f" "$MKFS" -f -q "$sig"
+expect 0 "fsck after overwriting ext4" "$FSCK" -f -n "$sig"
+
+for s in "0 XFSB XFS" "4086 SWAPSPACE2 swap" "65600 _BHRfS_M btrfs" \
+	 "0 LUKS\272\276 LUKS"; do
+	set -- $s
+	rm -f "$sig"
+	truncate -s 64M "$sig"
+	poke "$sig" "$1" "$2"
+	expect 1 "$3 signature without -f" "$MKFS" "$sig"
+	grep_out "$3"
+done
+
+# Bad options and sizes.
+expect 1 "no arguments" "$MKFS"
+expect 1 "two devices" "$MKFS" "$img" "$img"
+expect 1 "unknown option" "$MKFS" -Z "$img"
+expect 1 "bad size" "$MKFS" -s 12Q "$tmp/b.img"
+expect 1 "size too small" "$MKFS" -s 1M "$tmp/b.img"
+[ -e "$tmp/b.img" ] && fail "image created for a rejected size"
+expect 1 "bad uuid" "$MKFS" -f -U not-a-uuid "$img"
+expect 1 "long label" "$MKFS" -f \
+	-L 0123456789012345678901234567890123456789012345678901234567890123 "$img"
+expect 1 "-s larger than the file" "$MKFS" -f -s 128M "$img"
+expect 1 "journal too small" "$MKFS" -s 4M -J 4K "$tmp/c.img"
+[ -e "$tmp/c.img" ] && fail "image left behind by a failed mkfs"
+
+# Labels, UUIDs, inode and journal sizes, quiet.
+uuid=12345678-9abc-4def-8123-456789abcdef
+expect 0 "mkfs -L -U -N -J" "$MKFS" -f -L scratch -U "$uuid" -N 2000 \
+	-J 2M "$img"
+grep_out "$uuid"
+grep_out "scratch"
+grep_out "journal:  2.0 MiB (512 blocks)"
+expect 0 "fsck after -N -J" "$FSCK" -f -n "$img"
+expect 0 "mkfs -q" "$MKFS" -f -q -s 32M "$img"
+[ -s "$tmp/out" ] && fail "-q printed something"
+expect 0 "fsck of a smaller fs in a larger file" "$FSCK" -f -n "$img"
+
+[ "$failures" -eq 0 ] || { echo "$failures failure(s)" >&2; exit 1; }
+exit 0

@@ -1,0 +1,304 @@
+// SPDX-License-Identifier: MIT
+/*
+ * test_xattr.c - extended attributes (src/fs/xattr.c) through fs.h:
+ * round trip, flags, names, size limits, the block's life (allocated
+ * with the first attribute, freed with the last or with the inode) and
+ * persistence across remount.
+ */
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/xattr.h>
+
+#include "t_fs.h"
+
+#define TX_ROOT		MQFS_ROOT_INO
+
+static uint64_t tx_file(struct t_fs *t, const char *name, mode_t mode)
+{
+	struct mqfs_entry e;
+
+	ck_assert_int_eq(mqfs_mknod(t->fs, TX_ROOT, name, mode, 0, 0, 0, &e),
+			 0);
+	mqfs_forget(t->fs, e.ino, 1);
+	return e.ino;
+}
+
+static uint64_t tx_blk(struct t_fs *t, uint64_t ino)
+{
+	struct mqfs_ino *ip;
+	uint64_t blk;
+
+	ck_assert_int_eq(mqfs_iget(t->fs, ino, &ip), 0);
+	blk = ip->d.xattr_blk;
+	mqfs_iput(t->fs, ip);
+	return blk;
+}
+
+static bool tx_in_use(struct t_fs *t, uint64_t blk)
+{
+	bool used;
+
+	ck_assert_int_eq(mqfs_block_in_use(t->fs, blk, &used), 0);
+	return used;
+}
+
+static uint64_t tx_free_blocks(struct t_fs *t)
+{
+	struct statvfs st;
+
+	ck_assert_int_eq(mqfs_statfs(t->fs, &st), 0);
+	return st.f_bfree;
+}
+
+static void tx_get_eq(struct t_fs *t, uint64_t ino, const char *name,
+		      const void *want, size_t len)
+{
+	char buf[MQFS_BLOCK_SIZE];
+
+	ck_assert_int_eq(mqfs_getxattr(t->fs, ino, name, NULL, 0),
+			 (ssize_t)len);
+	ck_assert_int_eq(mqfs_getxattr(t->fs, ino, name, buf, sizeof(buf)),
+			 (ssize_t)len);
+	ck_assert_int_eq(memcmp(buf, want, len), 0);
+}
+
+START_TEST(test_xattr_roundtrip)
+{
+	struct t_fs t;
+	struct stat st;
+	struct mqfs_ino *ip;
+	char bin[100], buf[256];
+	uint64_t f, blk;
+	unsigned i;
+
+	for (i = 0; i < sizeof(bin); i++)
+		bin[i] = (char)(i * 7);	/* zeroes included */
+	t_fs_make(&t, 32 * T_FS_MIB);
+	f = tx_file(&t, "f", S_IFREG | 0644);
+	ck_assert_int_eq(mqfs_listxattr(t.fs, f, NULL, 0), 0);
+	ck_assert_int_eq(mqfs_setxattr(t.fs, f, "user.a", "hello", 5, 0), 0);
+	blk = tx_blk(&t, f);
+	ck_assert_uint_ne(blk, 0);
+	ck_assert(tx_in_use(&t, blk));
+	ck_assert_int_eq(mqfs_getattr(t.fs, f, &st), 0);
+	ck_assert_uint_eq(st.st_blocks, 8);
+	tx_get_eq(&t, f, "user.a", "hello", 5);
+	ck_assert_int_eq(mqfs_getxattr(t.fs, f, "user.a", buf, 4), -ERANGE);
+	ck_assert_int_eq(mqfs_setxattr(t.fs, f, "trusted.b", bin, sizeof(bin),
+				       0), 0);
+	ck_assert_int_eq(mqfs_setxattr(t.fs, f, "security.c", "s", 1, 0), 0);
+	ck_assert_int_eq(mqfs_setxattr(t.fs, f, "system.d", NULL, 0, 0), 0);
+	tx_get_eq(&t, f, "system.d", "", 0);
+	/* Replace with a longer value; the others stay. */
+	ck_assert_int_eq(mqfs_setxattr(t.fs, f, "user.a", "hello, world", 12,
+				       0), 0);
+	tx_get_eq(&t, f, "user.a", "hello, world", 12);
+	tx_get_eq(&t, f, "trusted.b", bin, sizeof(bin));
+	/* The list: names NUL-terminated, ERANGE when short. */
+	ck_assert_int_eq(mqfs_listxattr(t.fs, f, NULL, 0), 7 + 10 + 11 + 9);
+	ck_assert_int_eq(mqfs_listxattr(t.fs, f, buf, 36), -ERANGE);
+	ck_assert_int_eq(mqfs_listxattr(t.fs, f, buf, sizeof(buf)), 37);
+	ck_assert_int_eq(memcmp(buf, "trusted.b\0security.c\0system.d\0user.a",
+				37), 0);
+	t_fs_remount(&t);
+	tx_get_eq(&t, f, "user.a", "hello, world", 12);
+	tx_get_eq(&t, f, "trusted.b", bin, sizeof(bin));
+	tx_get_eq(&t, f, "security.c", "s", 1);
+	ck_assert_int_eq(mqfs_listxattr(t.fs, f, NULL, 0), 37);
+	/* The last removal frees the block. */
+	ck_assert_int_eq(mqfs_removexattr(t.fs, f, "user.a"), 0);
+	ck_assert_int_eq(mqfs_getxattr(t.fs, f, "user.a", buf, sizeof(buf)),
+			 -ENODATA);
+	ck_assert_int_eq(mqfs_removexattr(t.fs, f, "trusted.b"), 0);
+	ck_assert_int_eq(mqfs_removexattr(t.fs, f, "security.c"), 0);
+	ck_assert_uint_eq(tx_blk(&t, f), blk);
+	ck_assert_int_eq(mqfs_removexattr(t.fs, f, "system.d"), 0);
+	ck_assert_uint_eq(tx_blk(&t, f), 0);
+	ck_assert_int_eq(mqfs_listxattr(t.fs, f, buf, sizeof(buf)), 0);
+	ck_assert_int_eq(mqfs_getattr(t.fs, f, &st), 0);
+	ck_assert_uint_eq(st.st_blocks, 0);
+	t_fs_remount(&t);
+	ck_assert(!tx_in_use(&t, blk));
+	ck_assert_uint_eq(tx_blk(&t, f), 0);
+	ck_assert_int_eq(mqfs_iget(t.fs, f, &ip), 0);
+	ck_assert_uint_eq(ip->d.blocks, 0);
+	mqfs_iput(t.fs, ip);
+	t_fs_destroy(&t);
+}
+END_TEST
+
+START_TEST(test_xattr_flags)
+{
+	struct t_fs t;
+	char buf[16];
+	uint64_t f;
+
+	t_fs_make(&t, 32 * T_FS_MIB);
+	f = tx_file(&t, "f", S_IFREG | 0644);
+	/* No block yet. */
+	ck_assert_int_eq(mqfs_getxattr(t.fs, f, "user.x", buf, sizeof(buf)),
+			 -ENODATA);
+	ck_assert_int_eq(mqfs_removexattr(t.fs, f, "user.x"), -ENODATA);
+	ck_assert_int_eq(mqfs_setxattr(t.fs, f, "user.x", "1", 1,
+				       XATTR_REPLACE), -ENODATA);
+	ck_assert_uint_eq(tx_blk(&t, f), 0);
+	ck_assert_int_eq(mqfs_setxattr(t.fs, f, "user.x", "1", 1,
+				       XATTR_CREATE), 0);
+	/* With a block. */
+	ck_assert_int_eq(mqfs_setxattr(t.fs, f, "user.x", "2", 1,
+				       XATTR_CREATE), -EEXIST);
+	ck_assert_int_eq(mqfs_setxattr(t.fs, f, "user.y", "2", 1,
+				       XATTR_REPLACE), -ENODATA);
+	ck_assert_int_eq(mqfs_setxattr(t.fs, f, "user.x", "3", 1,
+				       XATTR_REPLACE), 0);
+	tx_get_eq(&t, f, "user.x", "3", 1);
+	ck_assert_int_eq(mqfs_setxattr(t.fs, f, "user.x", "4", 1,
+				       XATTR_CREATE | XATTR_REPLACE), -EINVAL);
+	ck_assert_int_eq(mqfs_removexattr(t.fs, f, "user.y"), -ENODATA);
+	ck_assert_int_eq(mqfs_getxattr(t.fs, f, "user.y", buf, sizeof(buf)),
+			 -ENODATA);
+	ck_assert_int_eq(mqfs_getxattr(t.fs, 999999, "user.x", buf,
+				       sizeof(buf)), -ENOENT);
+	/* Read-only: reads work, changes do not. */
+	t.mount.readonly = true;
+	t_fs_remount(&t);
+	tx_get_eq(&t, f, "user.x", "3", 1);
+	ck_assert_int_eq(mqfs_setxattr(t.fs, f, "user.z", "1", 1, 0), -EROFS);
+	ck_assert_int_eq(mqfs_removexattr(t.fs, f, "user.x"), -EROFS);
+	t_fs_destroy(&t);
+}
+END_TEST
+
+START_TEST(test_xattr_names)
+{
+	struct t_fs t;
+	char name[MQFS_NAME_MAX + 2];
+	uint64_t f;
+
+	t_fs_make(&t, 32 * T_FS_MIB);
+	f = tx_file(&t, "f", S_IFREG | 0644);
+	ck_assert_int_eq(mqfs_setxattr(t.fs, f, "foo", "1", 1, 0),
+			 -EOPNOTSUPP);
+	ck_assert_int_eq(mqfs_setxattr(t.fs, f, "userx", "1", 1, 0),
+			 -EOPNOTSUPP);
+	ck_assert_int_eq(mqfs_getxattr(t.fs, f, "os2.x", NULL, 0),
+			 -EOPNOTSUPP);
+	ck_assert_int_eq(mqfs_setxattr(t.fs, f, "user.", "1", 1, 0), -EINVAL);
+	ck_assert_int_eq(mqfs_setxattr(t.fs, f, "", "1", 1, 0), -ERANGE);
+	memcpy(name, "user.", 5);
+	memset(name + 5, 'n', sizeof(name) - 6);
+	name[MQFS_NAME_MAX + 1] = '\0';
+	ck_assert_int_eq(mqfs_setxattr(t.fs, f, name, "1", 1, 0), -ERANGE);
+	ck_assert_int_eq(mqfs_getxattr(t.fs, f, name, NULL, 0), -ERANGE);
+	name[MQFS_NAME_MAX] = '\0';
+	ck_assert_int_eq(mqfs_setxattr(t.fs, f, name, "1", 1, 0), 0);
+	tx_get_eq(&t, f, name, "1", 1);
+	ck_assert_int_eq(mqfs_listxattr(t.fs, f, NULL, 0), MQFS_NAME_MAX + 1);
+	t_fs_destroy(&t);
+}
+END_TEST
+
+/* One block: E2BIG for what can never fit, ENOSPC when it is full. */
+START_TEST(test_xattr_limits)
+{
+	struct t_fs t;
+	static char val[MQFS_BLOCK_SIZE];
+	char name[32];
+	size_t max = MQFS_XATTR_SPACE - MQFS_XATTR_ENTRY_HDR - 8;
+	uint64_t f, d;
+	unsigned i, n;
+	int err;
+
+	memset(val, 'v', sizeof(val));
+	t_fs_make(&t, 32 * T_FS_MIB);
+	f = tx_file(&t, "f", S_IFREG | 0644);
+	d = tx_file(&t, "d", S_IFDIR | 0755);
+	/* "user.big" is 8 bytes: the largest value fills the block. */
+	ck_assert_int_eq(mqfs_setxattr(t.fs, f, "user.big", val, max + 1, 0),
+			 -E2BIG);
+	ck_assert_int_eq(mqfs_setxattr(t.fs, f, "user.big", val, 1u << 20, 0),
+			 -E2BIG);
+	ck_assert_int_eq(mqfs_setxattr(t.fs, f, "user.big", val, max, 0), 0);
+	tx_get_eq(&t, f, "user.big", val, max);
+	ck_assert_int_eq(mqfs_setxattr(t.fs, f, "user.x", "1", 1, 0),
+			 -ENOSPC);
+	/* Replacing the only entry with one as large still fits. */
+	ck_assert_int_eq(mqfs_setxattr(t.fs, f, "user.big", val + 1, max, 0),
+			 0);
+	ck_assert_int_eq(mqfs_removexattr(t.fs, f, "user.big"), 0);
+	/* Many small ones on a directory, until the block is full. */
+	for (n = 0;; n++) {
+		snprintf(name, sizeof(name), "user.k%04u", n);
+		err = mqfs_setxattr(t.fs, d, name, val, 50, 0);
+		if (err)
+			break;
+	}
+	ck_assert_int_eq(err, -ENOSPC);
+	ck_assert_uint_eq(n, MQFS_XATTR_SPACE / 64);	/* 4+10+50, aligned */
+	ck_assert_int_eq(mqfs_removexattr(t.fs, d, "user.k0003"), 0);
+	ck_assert_int_eq(mqfs_setxattr(t.fs, d, name, val, 50, 0), 0);
+	t_fs_remount(&t);
+	for (i = 0; i <= n; i++) {
+		snprintf(name, sizeof(name), "user.k%04u", i);
+		ck_assert_int_eq(mqfs_getxattr(t.fs, d, name, NULL, 0),
+				 i == 3 ? -ENODATA : 50);
+	}
+	t_fs_destroy(&t);
+}
+END_TEST
+
+/* Deleting the inode frees its attribute block. */
+START_TEST(test_xattr_drop)
+{
+	struct t_fs t;
+	struct mqfs_entry e;
+	uint64_t f, blk, bfree;
+
+	t_fs_make(&t, 32 * T_FS_MIB);
+	tx_file(&t, "keep", S_IFREG);	/* root's block, for good */
+	t_fs_remount(&t);
+	bfree = tx_free_blocks(&t);
+	ck_assert_int_eq(mqfs_mknod(t.fs, TX_ROOT, "f", S_IFREG | 0644, 0, 0,
+				    0, &e), 0);
+	f = e.ino;
+	ck_assert_int_eq(mqfs_setxattr(t.fs, f, "user.a", "1", 1, 0), 0);
+	blk = tx_blk(&t, f);
+	ck_assert_uint_eq(tx_free_blocks(&t), bfree - 1);
+	ck_assert_int_eq(mqfs_unlink(t.fs, TX_ROOT, "f"), 0);
+	/* Still looked up: the attributes are still there. */
+	tx_get_eq(&t, f, "user.a", "1", 1);
+	ck_assert(tx_in_use(&t, blk));
+	mqfs_forget(t.fs, f, 1);
+	t_fs_remount(&t);
+	ck_assert(!tx_in_use(&t, blk));
+	ck_assert_uint_eq(tx_free_blocks(&t), bfree);
+	t_fs_destroy(&t);
+}
+END_TEST
+
+static Suite *xattr_suite(void)
+{
+	Suite *s = suite_create("xattr");
+	TCase *tc = tcase_create("core");
+
+	tcase_set_timeout(tc, 60);
+	tcase_add_test(tc, test_xattr_roundtrip);
+	tcase_add_test(tc, test_xattr_flags);
+	tcase_add_test(tc, test_xattr_names);
+	tcase_add_test(tc, test_xattr_limits);
+	tcase_add_test(tc, test_xattr_drop);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int main(void)
+{
+	SRunner *sr = srunner_create(xattr_suite());
+	int failed;
+
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
