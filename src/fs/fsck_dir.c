@@ -598,27 +598,55 @@ static int fk_connect_files(struct fsck *f)
 	return err;
 }
 
-/* Every orphan left is linked now: the list ends empty. */
+/*
+ * Every orphan left is linked now.  A linked regular file on the list is
+ * a truncate that a crash interrupted: its blocks past the end are still
+ * mapped, and the next mount frees them (mqfs_orphan_recover), so it
+ * stays on the list - rebuilt from the survivors, as fsck may have freed
+ * the unlinked ones.  Anything else linked comes off.
+ */
 static int fk_clear_orphans(struct fsck *f)
 {
+	uint64_t head = 0, prev = 0;
 	struct mqfs_inode d;
 	int err = 0;
 
 	for (uint64_t ino = 1; ino <= f->inode_count && !err; ino++) {
+		bool keep;
+
 		if ((f->ino[ino].flags & (FK_I_LIVE | FK_I_ORPHAN)) !=
 		    (FK_I_LIVE | FK_I_ORPHAN))
 			continue;
-		fk_problem(f, FK_SAFE, "taken off the list", "inode %llu: on "
-			   "the orphan list but linked",
-			   (unsigned long long)ino);
 		err = fk_inode_read(f, ino, &d);
-		if (!err) {
+		if (err)
+			break;
+		keep = S_ISREG(d.mode) && d.nlink;
+		if (keep)
+			fk_problem(f, FK_NOTE, NULL, "inode %llu: interrupted "
+				   "truncate; the next mount finishes it",
+				   (unsigned long long)ino);
+		else
+			fk_problem(f, FK_SAFE, "taken off the list", "inode "
+				   "%llu: on the orphan list but linked",
+				   (unsigned long long)ino);
+		if (d.orphan_next) {
 			d.orphan_next = 0;
 			err = fk_inode_write(f, ino, &d);
 		}
+		if (err || !keep)
+			continue;
+		if (prev) {
+			err = fk_inode_read(f, prev, &d);
+			d.orphan_next = ino;
+			if (!err)
+				err = fk_inode_write(f, prev, &d);
+		} else {
+			head = ino;
+		}
+		prev = ino;
 	}
-	if (!err && f->sb->orphan_head) {
-		f->sb->orphan_head = 0;
+	if (!err && f->sb->orphan_head != head) {
+		f->sb->orphan_head = head;
 		f->sb_changed = true;
 	}
 	return err;
