@@ -173,7 +173,7 @@ static int mkfs_prepare_image(const struct mkfs_args *a, bool *created)
 
 	*created = false;
 	if (!stat(a->path, &st)) {
-		if (S_ISREG(st.st_mode) && a->size > (uint64_t)st.st_size) {
+		if (S_ISREG(st.st_mode) && a->o.size_bytes > (uint64_t)st.st_size) {
 			fprintf(stderr, PROG ": %s: -s %" PRIu64 " is larger "
 				"than the file (%lld bytes)\n", a->path,
 				a->size, (long long)st.st_size);
@@ -293,7 +293,7 @@ static int mkfs_run(struct mq_queue *q, const struct mkfs_args *a,
 	uint64_t dev_bytes = mq_queue_size_bytes(q);
 	int ret;
 
-	if (a->size > dev_bytes) {
+	if (a->o.size_bytes > dev_bytes) {
 		fprintf(stderr, PROG ": %s: -s %" PRIu64 " is larger than the "
 			"device (%" PRIu64 " bytes)\n", a->path, a->size,
 			dev_bytes);

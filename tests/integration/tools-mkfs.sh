@@ -101,6 +101,9 @@ expect 1 "no arguments" "$MKFS"
 expect 1 "two devices" "$MKFS" "$img" "$img"
 expect 1 "unknown option" "$MKFS" -Z "$img"
 expect 1 "bad size" "$MKFS" -s 12Q "$tmp/b.img"
+# A size that is not a multiple of the block size is rounded down (it
+# used to create the image and then refuse it as too small).
+expect 0 "-s not a multiple of 4096" "$MKFS" -q -s 67110000 "$tmp/u.img"
 expect 1 "size too small" "$MKFS" -s 1M "$tmp/b.img"
 [ -e "$tmp/b.img" ] && fail "image created for a rejected size"
 expect 1 "bad uuid" "$MKFS" -f -U not-a-uuid "$img"
