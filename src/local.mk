@@ -29,3 +29,4 @@ libmqfs_a_SOURCES += \
 
 include %reldir%/fuse/local.mk
 include %reldir%/tools/local.mk
+include %reldir%/ctl/local.mk

@@ -152,6 +152,14 @@ int mqfs_lseek(struct mqfs_fs *fs, uint64_t ino, uint64_t off, int whence,
 	       uint64_t *out);
 
 int mqfs_statfs(struct mqfs_fs *fs, struct statvfs *st);
+/* Inode numbers run 1 .. mqfs_inode_count(): front ends may use above. */
+uint64_t mqfs_inode_count(const struct mqfs_fs *fs);
+/* Buffer cache and journal figures, since mount (the control surface). */
+struct mqfs_fs_stats {
+	uint64_t cache_blocks, cache_hits, cache_misses;
+	uint64_t journal_commits, journal_blocks;
+};
+void mqfs_get_stats(struct mqfs_fs *fs, struct mqfs_fs_stats *out);
 /* Commit the running transaction and flush the device. */
 int mqfs_sync(struct mqfs_fs *fs);
 

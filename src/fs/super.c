@@ -382,6 +382,18 @@ int mqfs_statfs(struct mqfs_fs *fs, struct statvfs *st)
 	return 0;
 }
 
+uint64_t mqfs_inode_count(const struct mqfs_fs *fs)
+{
+	return fs->inode_count;
+}
+
+void mqfs_get_stats(struct mqfs_fs *fs, struct mqfs_fs_stats *out)
+{
+	mqfs_bcache_stats(fs, &out->cache_blocks, &out->cache_hits,
+			  &out->cache_misses);
+	mqfs_journal_stats(fs, &out->journal_commits, &out->journal_blocks);
+}
+
 int mqfs_sync(struct mqfs_fs *fs)
 {
 	int err = mqfs_journal_commit(fs);

@@ -11,6 +11,8 @@
 #include <fuse_lowlevel.h>
 #include <pthread.h>
 #include <stdbool.h>
+#include <time.h>
+#include <sys/types.h>
 #include "mqfs/blk.h"
 #include "mqfs/fs.h"
 #include "mqfs/mq_dev.h"
@@ -47,6 +49,57 @@ void mqfs_config_free(struct mqfs_config *cfg);
 int mqfs_config_tune_queue(const struct mqfs_config *cfg,
 			   struct mq_queue *q);
 
+/* ---- the control surface (ctl.c) ---------------------------------------- */
+
+struct mqfs_ctl_node;
+struct mqfs_ctl_file;
+
+/*
+ * The .mqfs directory: fixed at mount, read-only afterwards (no lock).
+ * Its inodes are @base .. @base + @nr_nodes - 1, above the filesystem's
+ * last inode.  Writes: root or @owner (the mounting user) only.
+ */
+struct mqfs_ctl {
+	struct mqfs_fs *fs;
+	struct mq_queue *q;
+	uint64_t base;
+	uid_t owner;
+	gid_t group;
+	unsigned nr_hw;
+	struct mqfs_ctl_node *nodes;
+	uint32_t nr_nodes;
+	char (*hctx_names)[16];
+	struct timespec mtime;
+};
+
+/* After mqfs_mount; 0 or -ENOMEM. */
+int mqfs_ctl_init(struct mqfs_ctl *c, struct mqfs_fs *fs);
+void mqfs_ctl_destroy(struct mqfs_ctl *c);
+/* @ino is a control inode. */
+bool mqfs_ctl_owns(const struct mqfs_ctl *c, uint64_t ino);
+/* @name in @parent is the control surface's: .mqfs in the root, or any
+ * name in a control directory. */
+bool mqfs_ctl_claims(const struct mqfs_ctl *c, uint64_t parent,
+		     const char *name);
+/* The handlers' halves; lookups hand out no count that needs keeping. */
+int mqfs_ctl_lookup(const struct mqfs_ctl *c, uint64_t parent,
+		    const char *name, struct mqfs_entry *e);
+int mqfs_ctl_getattr(const struct mqfs_ctl *c, uint64_t ino, struct stat *st);
+int mqfs_ctl_setattr(const struct mqfs_ctl *c, uint64_t ino, uid_t uid,
+		     const struct stat *attr, unsigned to_set,
+		     struct stat *out);
+int mqfs_ctl_readdir(const struct mqfs_ctl *c, uint64_t ino, uint64_t pos,
+		     bool plus, mqfs_fill_t fill, void *ctx);
+/* The text is generated at open; a write-open checks @uid. */
+int mqfs_ctl_open(struct mqfs_ctl *c, uint64_t ino, int flags, uid_t uid,
+		  struct mqfs_ctl_file **out);
+size_t mqfs_ctl_read(const struct mqfs_ctl_file *f, uint64_t off,
+		     size_t size, const char **data);
+/* Applies the value at once: @size, -EINVAL (nothing changed), -EACCES. */
+ssize_t mqfs_ctl_write(struct mqfs_ctl *c, struct mqfs_ctl_file *f,
+		       uid_t uid, const char *buf, size_t size);
+void mqfs_ctl_release(struct mqfs_ctl_file *f);
+
 /* ---- the running daemon (ops.c) ----------------------------------------- */
 
 /*
@@ -55,6 +108,7 @@ int mqfs_config_tune_queue(const struct mqfs_config *cfg,
  */
 struct mqfs_daemon {
 	struct mqfs_fs *fs;
+	struct mqfs_ctl ctl;		/* set up with @fs */
 	bool plug;			/* see mqfs_config */
 	bool direct_io;
 	unsigned max_background;	/* FUSE background requests */

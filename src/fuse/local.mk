@@ -6,7 +6,8 @@ mqfs_SOURCES = \
 	%reldir%/main.c \
 	%reldir%/opts.c \
 	%reldir%/daemon.c \
-	%reldir%/ops.c
+	%reldir%/ops.c \
+	%reldir%/ctl.c
 mqfs_CFLAGS = $(AM_CFLAGS) $(FUSE_CFLAGS)
 mqfs_LDADD = $(CORE_LIBS) $(FUSE_LIBS)
 dist_man_MANS += man/mqfs.8

@@ -73,8 +73,14 @@ static int run_open(struct mqfs_run *r)
 	if (ret)
 		return ret;
 	ret = mqfs_mount(r->q, &r->cfg.mount, &r->d.fs);
-	if (ret)
+	if (ret) {
 		fprintf(stderr, "mqfs: %s: cannot mount: %s\n", dev,
+			strerror(-ret));
+		return ret;
+	}
+	ret = mqfs_ctl_init(&r->d.ctl, r->d.fs);
+	if (ret)
+		fprintf(stderr, "mqfs: %s: control surface: %s\n", dev,
 			strerror(-ret));
 	return ret;
 }

@@ -30,6 +30,8 @@
  * names and attributes stay right for as long as it keeps them.
  */
 #define OPS_TIMEOUT	60.0
+/* Control names come and go with the elevator (queue/iosched/). */
+#define OPS_CTL_TIMEOUT	1.0
 
 /* One request's context: the daemon, the filesystem, the plug. */
 struct op {
@@ -50,6 +52,36 @@ static void op_finish(struct op *o)
 {
 	if (o->d->plug)
 		mq_finish_plug(&o->plug);
+}
+
+/*
+ * The control surface (ctl.c) when @ino is one of its inodes, else NULL:
+ * the handlers dispatch on it before starting a plug.
+ */
+static struct mqfs_ctl *ctl_ino(fuse_req_t req, uint64_t ino)
+{
+	struct mqfs_daemon *d = fuse_req_userdata(req);
+
+	return mqfs_ctl_owns(&d->ctl, ino) ? &d->ctl : NULL;
+}
+
+/* @name in @parent belongs to the control surface: 0 when it does not. */
+static int ctl_name_err(fuse_req_t req, uint64_t parent, const char *name)
+{
+	struct mqfs_daemon *d = fuse_req_userdata(req);
+
+	if (!mqfs_ctl_claims(&d->ctl, parent, name))
+		return 0;
+	return mqfs_ctl_owns(&d->ctl, parent) ? -EPERM : -EEXIST;
+}
+
+/* Give back lookup counts: the filesystem's only (control: none kept). */
+static void forget_ino(fuse_req_t req, uint64_t ino, uint64_t nlookup)
+{
+	struct mqfs_daemon *d = fuse_req_userdata(req);
+
+	if (!mqfs_ctl_owns(&d->ctl, ino))
+		mqfs_forget(d->fs, ino, nlookup);
 }
 
 /* ---- replies ------------------------------------------------------------ */
@@ -81,7 +113,7 @@ static void reply_entry(fuse_req_t req, struct mqfs_fs *fs, int ret,
 	}
 	entry_param(e, &ep);
 	if (fuse_reply_entry(req, &ep))
-		mqfs_forget(fs, e->ino, 1);
+		forget_ino(req, e->ino, 1);
 }
 
 static void reply_attr(fuse_req_t req, int ret, const struct stat *st)
@@ -155,12 +187,34 @@ static void op_destroy(void *userdata)
 
 /* ---- names and attributes ----------------------------------------------- */
 
+/* A control name: no negative entry (tunables appear with an elevator). */
+static void ctl_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	struct mqfs_daemon *d = fuse_req_userdata(req);
+	struct fuse_entry_param ep;
+	struct mqfs_entry e;
+	int ret;
+
+	ret = mqfs_ctl_lookup(&d->ctl, parent, name, &e);
+	if (ret < 0) {
+		reply_err(req, ret);
+		return;
+	}
+	entry_param(&e, &ep);
+	ep.attr_timeout = ep.entry_timeout = OPS_CTL_TIMEOUT;
+	fuse_reply_entry(req, &ep);
+}
+
 static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
 	struct mqfs_entry e;
 	struct op o;
 	int ret;
 
+	if (ctl_name_err(req, parent, name)) {
+		ctl_lookup(req, parent, name);
+		return;
+	}
 	op_start(&o, req);
 	ret = mqfs_lookup(o.fs, parent, name, &e);
 	op_finish(&o);
@@ -179,7 +233,7 @@ static void op_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup)
 	struct op o;
 
 	op_start(&o, req);
-	mqfs_forget(o.fs, ino, nlookup);
+	forget_ino(req, ino, nlookup);
 	op_finish(&o);
 	fuse_reply_none(req);
 }
@@ -191,7 +245,7 @@ static void op_forget_multi(fuse_req_t req, size_t count,
 
 	op_start(&o, req);
 	for (size_t i = 0; i < count; i++)
-		mqfs_forget(o.fs, forgets[i].ino, forgets[i].nlookup);
+		forget_ino(req, forgets[i].ino, forgets[i].nlookup);
 	op_finish(&o);
 	fuse_reply_none(req);
 }
@@ -199,10 +253,15 @@ static void op_forget_multi(fuse_req_t req, size_t count,
 static void op_getattr(fuse_req_t req, fuse_ino_t ino,
 		       struct fuse_file_info *fi)
 {
+	struct mqfs_ctl *c = ctl_ino(req, ino);
 	struct stat st;
 	struct op o;
 	int ret;
 
+	if (c) {
+		reply_attr(req, mqfs_ctl_getattr(c, ino, &st), &st);
+		return;
+	}
 	op_start(&o, req);
 	ret = mqfs_getattr(o.fs, ino, &st);
 	op_finish(&o);
@@ -233,10 +292,17 @@ static unsigned setattr_bits(int to_set)
 static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
 		       int to_set, struct fuse_file_info *fi)
 {
+	struct mqfs_ctl *c = ctl_ino(req, ino);
 	struct stat st;
 	struct op o;
 	int ret;
 
+	if (c) {
+		ret = mqfs_ctl_setattr(c, ino, fuse_req_ctx(req)->uid, attr,
+				       setattr_bits(to_set), &st);
+		reply_attr(req, ret, &st);
+		return;
+	}
 	op_start(&o, req);
 	ret = mqfs_setattr(o.fs, ino, attr, setattr_bits(to_set), &st);
 	op_finish(&o);
@@ -249,6 +315,10 @@ static void op_readlink(fuse_req_t req, fuse_ino_t ino)
 	struct op o;
 	int ret;
 
+	if (ctl_ino(req, ino)) {
+		reply_err(req, -EINVAL);
+		return;
+	}
 	op_start(&o, req);
 	ret = mqfs_readlink(o.fs, ino, buf, sizeof(buf));
 	op_finish(&o);
@@ -293,7 +363,9 @@ static int make_node(struct op *o, fuse_req_t req, fuse_ino_t parent,
 	gid_t gid;
 	int ret;
 
-	ret = new_owner(o, req, parent, &mode, &uid, &gid);
+	ret = ctl_name_err(req, parent, name);
+	if (!ret)
+		ret = new_owner(o, req, parent, &mode, &uid, &gid);
 	if (ret)
 		return ret;
 	return mqfs_mknod(o->fs, parent, name, mode, rdev, uid, gid, e);
@@ -337,7 +409,9 @@ static void op_symlink(fuse_req_t req, const char *target, fuse_ino_t parent,
 	int ret;
 
 	op_start(&o, req);
-	ret = new_owner(&o, req, parent, &mode, &uid, &gid);
+	ret = ctl_name_err(req, parent, name);
+	if (!ret)
+		ret = new_owner(&o, req, parent, &mode, &uid, &gid);
 	if (!ret)
 		ret = mqfs_symlink(o.fs, parent, name, target, uid, gid, &e);
 	op_finish(&o);
@@ -352,7 +426,10 @@ static void op_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent,
 	int ret;
 
 	op_start(&o, req);
-	ret = mqfs_link(o.fs, ino, newparent, newname, &e);
+	ret = ctl_ino(req, ino) ? -EPERM :
+	      ctl_name_err(req, newparent, newname);
+	if (!ret)
+		ret = mqfs_link(o.fs, ino, newparent, newname, &e);
 	op_finish(&o);
 	reply_entry(req, o.fs, ret, &e);
 }
@@ -363,7 +440,8 @@ static void op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 	int ret;
 
 	op_start(&o, req);
-	ret = mqfs_unlink(o.fs, parent, name);
+	ret = ctl_name_err(req, parent, name) ? -EPERM :
+	      mqfs_unlink(o.fs, parent, name);
 	op_finish(&o);
 	reply_err(req, ret);
 }
@@ -374,7 +452,8 @@ static void op_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 	int ret;
 
 	op_start(&o, req);
-	ret = mqfs_rmdir(o.fs, parent, name);
+	ret = ctl_name_err(req, parent, name) ? -EPERM :
+	      mqfs_rmdir(o.fs, parent, name);
 	op_finish(&o);
 	reply_err(req, ret);
 }
@@ -387,7 +466,12 @@ static void op_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 	int ret;
 
 	op_start(&o, req);
-	ret = mqfs_rename(o.fs, parent, name, newparent, newname, flags);
+	if (ctl_name_err(req, parent, name) ||
+	    ctl_name_err(req, newparent, newname))
+		ret = -EPERM;
+	else
+		ret = mqfs_rename(o.fs, parent, name, newparent, newname,
+				  flags);
 	op_finish(&o);
 	reply_err(req, ret);
 }
@@ -430,12 +514,41 @@ static void open_reply_info(const struct mqfs_daemon *d,
 		fi->keep_cache = 1;
 }
 
+/* A control file: its text in the handle, never in the page cache. */
+static void ctl_open(fuse_req_t req, struct mqfs_ctl *c, fuse_ino_t ino,
+		     struct fuse_file_info *fi)
+{
+	struct mqfs_ctl_file *f = NULL;
+	int ret;
+
+	ret = mqfs_ctl_open(c, ino, fi->flags, fuse_req_ctx(req)->uid, &f);
+	if (ret < 0) {
+		reply_err(req, ret);
+		return;
+	}
+	fi->fh = (uintptr_t)f;
+	fi->direct_io = 1;
+	fi->nonseekable = 0;
+	if (fuse_reply_open(req, fi))
+		mqfs_ctl_release(f);
+}
+
+static struct mqfs_ctl_file *ctl_file_of(const struct fuse_file_info *fi)
+{
+	return (struct mqfs_ctl_file *)(uintptr_t)fi->fh;
+}
+
 static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
+	struct mqfs_ctl *c = ctl_ino(req, ino);
 	struct mqfs_file *f = NULL;
 	struct op o;
 	int ret;
 
+	if (c) {
+		ctl_open(req, c, ino, fi);
+		return;
+	}
 	op_start(&o, req);
 	ret = mqfs_open(o.fs, ino, open_flags(o.d, fi->flags), &f);
 	op_finish(&o);
@@ -463,7 +576,7 @@ static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name,
 	if (!ret) {
 		ret = mqfs_open(o.fs, e.ino, open_flags(o.d, fi->flags), &f);
 		if (ret)
-			mqfs_forget(o.fs, e.ino, 1);
+			forget_ino(req, e.ino, 1);
 	}
 	op_finish(&o);
 	if (ret < 0) {
@@ -474,7 +587,7 @@ static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name,
 	entry_param(&e, &ep);
 	if (fuse_reply_create(req, &ep, fi)) {
 		mqfs_release(o.fs, f);
-		mqfs_forget(o.fs, e.ino, 1);
+		forget_ino(req, e.ino, 1);
 	}
 }
 
@@ -512,6 +625,14 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 {
 	struct op o;
 
+	if (ctl_ino(req, ino)) {
+		const char *data;
+		size_t n = mqfs_ctl_read(ctl_file_of(fi), (uint64_t)off, size,
+					 &data);
+
+		fuse_reply_buf(req, data, n);
+		return;
+	}
 	op_start(&o, req);
 	io_begin(o.d);
 	mqfs_read(o.fs, file_of(fi), (uint64_t)off, size, read_done, req);
@@ -557,9 +678,20 @@ static void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf,
 		     size_t size, off_t off, struct fuse_file_info *fi)
 {
 	mqfs_write_done_t done = write_done;
+	struct mqfs_ctl *c = ctl_ino(req, ino);
 	void *arg = req;
 	struct op o;
 
+	if (c) {
+		ssize_t n = mqfs_ctl_write(c, ctl_file_of(fi),
+					   fuse_req_ctx(req)->uid, buf, size);
+
+		if (n < 0)
+			reply_err(req, (int)n);
+		else
+			fuse_reply_write(req, (size_t)n);
+		return;
+	}
 	if (fi->writepage) {
 		struct wb_write *w = malloc(sizeof(*w));
 
@@ -621,6 +753,11 @@ static void op_release(fuse_req_t req, fuse_ino_t ino,
 	struct op o;
 	int ret;
 
+	if (ctl_ino(req, ino)) {
+		mqfs_ctl_release(ctl_file_of(fi));
+		reply_err(req, 0);
+		return;
+	}
 	op_start(&o, req);
 	ret = mqfs_release(o.fs, file_of(fi));
 	op_finish(&o);
@@ -633,6 +770,10 @@ static void op_fsync(fuse_req_t req, fuse_ino_t ino, int datasync,
 	struct op o;
 	int ret;
 
+	if (ctl_ino(req, ino)) {
+		reply_err(req, 0);	/* nothing to make durable */
+		return;
+	}
 	op_start(&o, req);
 	ret = mqfs_fsync(o.fs, ino, datasync != 0);
 	op_finish(&o);
@@ -645,6 +786,10 @@ static void op_fallocate(fuse_req_t req, fuse_ino_t ino, int mode,
 	struct op o;
 	int ret;
 
+	if (ctl_ino(req, ino)) {
+		reply_err(req, -EPERM);
+		return;
+	}
 	op_start(&o, req);
 	ret = mqfs_fallocate(o.fs, ino, mode, (uint64_t)off, (uint64_t)len);
 	op_finish(&o);
@@ -667,6 +812,10 @@ static void op_lseek(fuse_req_t req, fuse_ino_t ino, off_t off, int whence,
 	 */
 	if (((struct mqfs_daemon *)fuse_req_userdata(req))->writeback) {
 		reply_err(req, -ENOSYS);
+		return;
+	}
+	if (ctl_ino(req, ino)) {
+		reply_err(req, -EINVAL);
 		return;
 	}
 	op_start(&o, req);
@@ -752,6 +901,7 @@ static void readdir_common(fuse_req_t req, fuse_ino_t ino, size_t size,
 			   off_t off, bool plus)
 {
 	struct rd_buf rb = { .req = req, .size = size, .plus = plus };
+	struct mqfs_ctl *c = ctl_ino(req, ino);
 	struct op o;
 	int ret;
 
@@ -764,14 +914,19 @@ static void readdir_common(fuse_req_t req, fuse_ino_t ino, size_t size,
 	}
 	op_start(&o, req);
 	rb.fs = o.fs;
-	ret = mqfs_readdir(o.fs, ino, (uint64_t)off, plus, rd_fill, &rb);
+	if (c)
+		ret = mqfs_ctl_readdir(c, ino, (uint64_t)off, plus, rd_fill,
+				       &rb);
+	else
+		ret = mqfs_readdir(o.fs, ino, (uint64_t)off, plus, rd_fill,
+				   &rb);
 	op_finish(&o);
 	/* Entries already filled go out; the error comes at the next call. */
 	if (ret < 0 && !rb.len)
 		reply_err(req, ret);
 	else if (fuse_reply_buf(req, rb.buf, rb.len))
 		for (size_t i = 0; i < rb.nr_inos; i++)
-			mqfs_forget(rb.fs, rb.inos[i], 1);
+			forget_ino(req, rb.inos[i], 1);
 out:
 	free(rb.inos);
 	free(rb.buf);
@@ -824,6 +979,10 @@ static void op_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
 	struct op o;
 	int ret;
 
+	if (ctl_ino(req, ino)) {
+		reply_err(req, -EPERM);
+		return;
+	}
 	op_start(&o, req);
 	ret = mqfs_setxattr(o.fs, ino, name, value, size, flags);
 	op_finish(&o);
@@ -842,7 +1001,8 @@ static void op_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
 		return;
 	}
 	op_start(&o, req);
-	ret = mqfs_getxattr(o.fs, ino, name, buf, size);
+	ret = ctl_ino(req, ino) ? -ENODATA :
+	      mqfs_getxattr(o.fs, ino, name, buf, size);
 	op_finish(&o);
 	reply_xattr(req, ret, buf, size);
 	free(buf);
@@ -859,7 +1019,7 @@ static void op_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
 		return;
 	}
 	op_start(&o, req);
-	ret = mqfs_listxattr(o.fs, ino, buf, size);
+	ret = ctl_ino(req, ino) ? 0 : mqfs_listxattr(o.fs, ino, buf, size);
 	op_finish(&o);
 	reply_xattr(req, ret, buf, size);
 	free(buf);
@@ -870,6 +1030,10 @@ static void op_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name)
 	struct op o;
 	int ret;
 
+	if (ctl_ino(req, ino)) {
+		reply_err(req, -EPERM);
+		return;
+	}
 	op_start(&o, req);
 	ret = mqfs_removexattr(o.fs, ino, name);
 	op_finish(&o);
@@ -938,6 +1102,7 @@ void mqfs_daemon_drain(struct mqfs_daemon *d)
 
 void mqfs_daemon_destroy(struct mqfs_daemon *d)
 {
+	mqfs_ctl_destroy(&d->ctl);
 	pthread_mutex_destroy(&d->lock);
 	pthread_cond_destroy(&d->idle);
 }

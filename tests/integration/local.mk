@@ -12,7 +12,8 @@ FUSE_INTEGRATION_TESTS = \
 	tests/integration/corrupt.sh \
 	tests/integration/stress.sh \
 	tests/integration/fio.sh \
-	tests/integration/mount-t.sh
+	tests/integration/mount-t.sh \
+	tests/integration/ctl.sh
 
 TESTS += $(FUSE_INTEGRATION_TESTS)
 EXTRA_DIST += $(FUSE_INTEGRATION_TESTS) tests/integration/lib.sh \
