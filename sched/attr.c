@@ -204,6 +204,7 @@ static void stats_add_hctx(struct mq_queue_stats *s, struct mq_hw_queue *h)
 	}
 	s->in_flight += disp > done ? disp - done : 0;
 	s->errors += atomic_load(&h->dstats.errors);
+	s->busy_ns = MQ_MAX(s->busy_ns, atomic_load(&h->dstats.busy_ns));
 	s->dispatch_runs += atomic_load(&h->rstats.dispatch_runs);
 	for (int i = 0; i < MQ_DISPATCH_HIST; i++)
 		s->dispatch_hist[i] += atomic_load(&h->rstats.dispatch_hist[i]);

@@ -81,7 +81,28 @@ struct mq_done_stats {
 	_Atomic uint64_t device_ns[MQ_DIR_COUNT];
 	_Atomic uint64_t errors;
 	_Atomic uint64_t completion_batches;
+	_Atomic uint64_t busy_stamp_ns;		/* last busy-time update */
+	_Atomic uint64_t busy_ns;		/* time with I/O in flight */
 } mq_cacheline_aligned;
+
+/*
+ * Device busy time (io_ticks of /sys/block/DEV/stat), as the kernel's
+ * update_io_ticks: at every dispatch and completion batch the time since
+ * the previous update counts as busy when a request was in flight over
+ * it.  One compare-and-swap per batch, not per request.
+ */
+static inline void mq_busy_update(struct mq_done_stats *d, uint64_t now,
+				  bool busy)
+{
+	uint64_t stamp = atomic_load_explicit(&d->busy_stamp_ns,
+					      memory_order_relaxed);
+
+	if (now > stamp &&
+	    atomic_compare_exchange_strong(&d->busy_stamp_ns, &stamp, now) &&
+	    busy)
+		atomic_fetch_add_explicit(&d->busy_ns, now - stamp,
+					  memory_order_relaxed);
+}
 
 enum {
 	MQ_RUN_IDLE = 0,

@@ -20,9 +20,11 @@ struct complete_sums {
 };
 
 static void complete_flush_sums(struct mq_hw_queue *hctx,
-				struct complete_sums *s)
+				struct complete_sums *s, uint64_t now)
 {
 	struct mq_done_stats *d = &hctx->dstats;
+
+	mq_busy_update(d, now, true);	/* these were in flight until now */
 
 	for (int dir = 0; dir < MQ_DIR_COUNT; dir++) {
 		if (!s->ios[dir])
@@ -121,7 +123,7 @@ static void complete_chunk(struct mq_request **rqs, unsigned nr, uint64_t now)
 
 		MQ_ASSERT(rq->q == q);
 		if (i && rq->hctx != hctxs[i - 1])
-			complete_flush_sums(hctxs[i - 1], &sums);
+			complete_flush_sums(hctxs[i - 1], &sums, now);
 		complete_account(&sums, rq, now);
 		hctxs[i] = rq->hctx;
 		ctxs[i] = rq->ctx;
@@ -130,7 +132,7 @@ static void complete_chunk(struct mq_request **rqs, unsigned nr, uint64_t now)
 		in_task[i] = rq->cmd_flags & MQ_REQ_COMPLETE_IN_TASK;
 		rq->bio = rq->biotail = NULL;
 	}
-	complete_flush_sums(hctxs[nr - 1], &sums);
+	complete_flush_sums(hctxs[nr - 1], &sums, now);
 	mq_release_requests_batch(rqs, nr);
 	for (i = 0; i < nr; i++)
 		if (!i || hctxs[i] != hctxs[i - 1])

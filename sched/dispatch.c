@@ -64,6 +64,20 @@ static void dispatch_account(struct mq_hw_queue *hctx, struct mq_request *rq,
 	mq_stat_add(&hctx->rstats.queue_ns[dir], now - rq->alloc_ns);
 }
 
+/* Has @hctx requests at the driver (for the busy time)? */
+static bool dispatch_hctx_busy(struct mq_hw_queue *hctx)
+{
+	uint64_t disp = 0, done = 0;
+
+	for (int d = 0; d < MQ_DIR_COUNT; d++) {
+		disp += atomic_load_explicit(&hctx->rstats.dispatched[d],
+					     memory_order_relaxed);
+		done += atomic_load_explicit(&hctx->dstats.ios[d],
+					     memory_order_relaxed);
+	}
+	return disp > done;
+}
+
 /* The driver refused @rq: take back what dispatch_account() counted. */
 static void dispatch_unaccount(struct mq_hw_queue *hctx,
 			       struct mq_request *rq, uint64_t now)
@@ -128,6 +142,9 @@ static bool dispatch_rq_list(struct mq_hw_queue *hctx, struct mq_rq_list *list,
 	struct mq_request *rq;
 	bool no_tag = false, busy = false, need_commit = false;
 	unsigned queued = 0;
+
+	if (list->head)
+		mq_busy_update(&hctx->dstats, now, dispatch_hctx_busy(hctx));
 
 	while ((rq = list->head)) {
 		int ret;

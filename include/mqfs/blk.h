@@ -299,6 +299,9 @@ struct mq_queue_stats {
 	uint64_t queue_ns[MQ_DIR_COUNT];	/* sum: alloc -> dispatch */
 	uint64_t device_ns[MQ_DIR_COUNT];	/* sum: dispatch -> complete */
 	uint64_t errors;
+	/* Time with a request at the driver (io_ticks); a sum over hardware
+	 * queues reports the busiest one's. */
+	uint64_t busy_ns;
 	uint64_t dispatch_runs;			/* runs that issued >= 1 */
 	uint64_t dispatch_hist[MQ_DISPATCH_HIST];
 	uint64_t requeues;			/* device busy: back on list */

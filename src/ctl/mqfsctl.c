@@ -77,16 +77,13 @@ static double ratio(double a, double b)
 
 static void print_header(void)
 {
-	printf("%-8s %9s %9s %10s %10s %8s %8s %6s %6s %8s %8s %7s %9s %9s\n",
-	       "Device", "r/s", "w/s", "rkB/s", "wkB/s", "rrqm/s", "wrqm/s",
-	       "%rrqm", "%wrqm", "r_await", "w_await", "aqu-sz", "rareq-sz",
-	       "wareq-sz");
+	printf("%-8s %9s %9s %10s %10s %8s %8s %6s %6s %8s %8s %7s %9s %9s "
+	       "%6s\n", "Device", "r/s", "w/s", "rkB/s", "wkB/s", "rrqm/s",
+	       "wrqm/s", "%rrqm", "%wrqm", "r_await", "w_await", "aqu-sz",
+	       "rareq-sz", "wareq-sz", "%util");
 }
 
-/*
- * The iostat -x figures between two samples.  %util is left out: the
- * control surface has no io_ticks (see mqfs(8)).
- */
+/* The iostat -x figures between two samples (%util from io_ticks). */
 static void print_delta(const char *name, const struct sample *a,
 			const struct sample *b)
 {
@@ -97,7 +94,7 @@ static void print_delta(const char *name, const struct sample *a,
 	if (dt <= 0)
 		dt = 1e-9;
 	printf("%-8s %9.2f %9.2f %10.2f %10.2f %8.2f %8.2f %6.2f %6.2f "
-	       "%8.2f %8.2f %7.2f %9.2f %9.2f\n", name,
+	       "%8.2f %8.2f %7.2f %9.2f %9.2f %6.2f\n", name,
 	       d[F_RIOS] / dt, d[F_WIOS] / dt,
 	       d[F_RSECT] / 2 / dt, d[F_WSECT] / 2 / dt,
 	       d[F_RMERGE] / dt, d[F_WMERGE] / dt,
@@ -106,7 +103,8 @@ static void print_delta(const char *name, const struct sample *a,
 	       ratio(d[F_RTICKS], d[F_RIOS]), ratio(d[F_WTICKS], d[F_WIOS]),
 	       d[F_TIQ] / 1000 / dt,
 	       ratio(d[F_RSECT] / 2, d[F_RIOS]),
-	       ratio(d[F_WSECT] / 2, d[F_WIOS]));
+	       ratio(d[F_WSECT] / 2, d[F_WIOS]),
+	       d[F_IOTICKS] / 10 / dt > 100 ? 100 : d[F_IOTICKS] / 10 / dt);
 	fflush(stdout);
 }
 

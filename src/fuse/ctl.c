@@ -396,9 +396,9 @@ static uint64_t ns_to_ms(uint64_t ns)
  *   in flight.
  * - in_flight: dispatched and not completed (the kernel also counts the
  *   requests still in the scheduler).
- * - io_ticks (time with at least one request in flight) is not kept by
- *   the block layer and cannot be derived from sums of request times:
- *   it is 0, and mqfsctl leaves %util out.
+ * - io_ticks: time with a request at the driver, kept per hardware
+ *   queue at each dispatch and completion batch (the kernel's
+ *   update_io_ticks); with several hardware queues, the busiest one's.
  * - time_in_queue: read ticks + write ticks (the kernel's weighted sum
  *   is the same figure when every request is counted once).
  * - flushes and discards are counted among the writes (the block layer
@@ -414,12 +414,14 @@ static void text_qstat(struct mqfs_ctl *c, struct mqfs_ctl_file *f)
 	tw = ns_to_ms(s.queue_ns[MQ_DIR_WRITE] + s.device_ns[MQ_DIR_WRITE]);
 	text_add(f, "%8" PRIu64 " %8" PRIu64 " %8" PRIu64 " %8" PRIu64
 		 " %8" PRIu64 " %8" PRIu64 " %8" PRIu64 " %8" PRIu64
-		 " %8" PRIu64 " %8u %8" PRIu64 " %8u %8u %8u %8u %8u %8u\n",
+		 " %8" PRIu64 " %8" PRIu64 " %8" PRIu64 " %8u %8u %8u %8u %8u"
+		 " %8u\n",
 		 s.ios[MQ_DIR_READ], s.merges[MQ_DIR_READ],
 		 s.sectors[MQ_DIR_READ], tr,
 		 s.ios[MQ_DIR_WRITE], s.merges[MQ_DIR_WRITE],
 		 s.sectors[MQ_DIR_WRITE], tw,
-		 s.in_flight, 0u, tr + tw, 0u, 0u, 0u, 0u, 0u, 0u);
+		 s.in_flight, ns_to_ms(s.busy_ns), tr + tw, 0u, 0u, 0u, 0u, 0u,
+		 0u);
 }
 
 /* blk-mq debugfs: "dispatched" is the histogram of batch sizes. */

@@ -545,6 +545,36 @@ START_TEST(test_busy_driver)
 }
 END_TEST
 
+/*
+ * Busy time (io_ticks): only intervals with a request at the device
+ * count - two 10 ms services around 50 ms of idleness give 20 ms, and two
+ * overlapping requests count their overlap once.
+ */
+START_TEST(test_busy_time)
+{
+	struct mq_queue_config cfg = { .elevator = "none" };
+	struct t_bio_pool p;
+	struct mq_queue *q;
+	struct mq_dev *dev;
+
+	T_BEGIN();
+	t_clock_fake();
+	dev = t_null_open(0, 1);
+	q = t_queue_create(dev, &cfg);
+	t_pool_init(&p, 3, 0);
+	t_submit(q, &p, 0, MQ_OP_READ, 0, 4096);
+	t_check_u64(t_complete_due(dev), 1, "first completion");
+	mq_clock_fake_advance(50 * T_MS);
+	t_submit(q, &p, 1, MQ_OP_READ, 64, 4096);
+	t_submit(q, &p, 2, MQ_OP_WRITE, 128, 4096);
+	t_check_u64(t_complete_due(dev), 2, "overlapping completions");
+	t_pool_check_done(&p, 0, 3);
+	t_check_u64(t_stats(q, -1).busy_ns, 2 * T_LAT, "busy_ns");
+	t_teardown(q, dev);
+	t_pool_free(&p);
+}
+END_TEST
+
 static void tc(Suite *s, const char *name, const TTest *t, int loops)
 {
 	TCase *c = tcase_create(name);
@@ -571,6 +601,7 @@ static Suite *dispatch_suite(void)
 	tc(s, "busy_runs_async", test_busy_runs_async, 0);
 	tc(s, "dispatch_busy_ewma", test_dispatch_busy_ewma, 0);
 	tc(s, "busy_driver", test_busy_driver, (int)MQ_ARRAY_SIZE(busy_cases));
+	tc(s, "busy_time", test_busy_time, 0);
 	return s;
 }
 
