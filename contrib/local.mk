@@ -1,8 +1,17 @@
 # SPDX-License-Identifier: MIT
 EXTRA_DIST += \
 	contrib/bench/blk-mechanisms \
+	contrib/bench/compare \
 	contrib/bench/fs-vs-raw \
 	contrib/bench/uring-vs-fio \
+	contrib/fio/compare-fill.fio \
+	contrib/fio/compare-randread-4k-qd32.fio \
+	contrib/fio/compare-randrw-64k-qd32.fio \
+	contrib/fio/compare-randwrite-4k-qd1-buffered.fio \
+	contrib/fio/compare-randwrite-4k-qd32.fio \
+	contrib/fio/compare-seqwrite-128k-qd128.fio \
+	contrib/fio/compare-showcase-randread-4k-qd1-2writers.fio \
+	contrib/fio/compare-write-128k-qd1-buffered.fio \
 	contrib/scripts/build.sh \
 	contrib/scripts/demo.sh \
 	contrib/scripts/setup-debian.sh \

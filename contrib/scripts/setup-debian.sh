@@ -5,7 +5,7 @@
 set -eu
 
 PKGS="build-essential autoconf automake pkg-config libfuse3-dev fuse3 \
-liburing-dev libxxhash-dev check fio valgrind python3"
+liburing-dev libxxhash-dev check fio valgrind python3 fuse2fs e2fsprogs gnuplot-nox"
 
 missing=""
 for p in $PKGS; do
