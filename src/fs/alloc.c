@@ -173,17 +173,6 @@ static struct ag_run scan_find(const struct ag_scan *s, uint32_t goal,
 
 /* ---- geometry --------------------------------------------------------- */
 
-static uint64_t ag_meta_start(const struct mqfs_fs *fs, uint32_t ag)
-{
-	struct mqfs_layout l = { .block_count = fs->block_count,
-				 .ag_count = fs->ag_count,
-				 .ag_blocks = fs->ag_blocks,
-				 .journal_start = fs->journal_start,
-				 .journal_blocks = fs->journal_blocks };
-
-	return mqfs_ag_meta_start(&l, ag);
-}
-
 /*
  * Does [start, start+len) (bits of @ag) touch a block that is never
  * data: superblock, journal, the AG's metadata, the backup superblock?
@@ -238,7 +227,7 @@ static int ag_load_one(struct mqfs_fs *fs, uint32_t i)
 	ag->first_block = (uint64_t)i * fs->ag_blocks;
 	end = MQ_MIN(ag->first_block + fs->ag_blocks, fs->block_count);
 	ag->block_count = (uint32_t)(end - ag->first_block);
-	ag->meta = ag_meta_start(fs, i);
+	ag->meta = mqfs_fs_ag_meta(fs, i);
 	err = mqfs_buf_read(fs, ag->meta, MQFS_T_AG, &b);
 	if (err)
 		return err;

@@ -390,6 +390,8 @@ int mqfs_layout_compute(uint64_t block_count, const struct mqfs_mkfs_opts *o,
 			struct mqfs_layout *l);
 /* First block of AG @ag's own metadata (AG header). */
 uint64_t mqfs_ag_meta_start(const struct mqfs_layout *l, uint32_t ag);
+/* The same for a mounted filesystem (super.c). */
+uint64_t mqfs_fs_ag_meta(const struct mqfs_fs *fs, uint32_t ag);
 
 static inline struct mqfs_super *mqfs_sb(struct mqfs_fs *fs)
 {

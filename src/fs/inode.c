@@ -239,15 +239,10 @@ int mqfs_icache_create(struct mqfs_fs *fs)
 static void ic_locate(struct mqfs_fs *fs, uint64_t ino, uint64_t *blk,
 		      size_t *off)
 {
-	struct mqfs_layout l = { .block_count = fs->block_count,
-				 .ag_count = fs->ag_count,
-				 .ag_blocks = fs->ag_blocks,
-				 .journal_start = fs->journal_start,
-				 .journal_blocks = fs->journal_blocks };
 	uint32_t ag = (uint32_t)((ino - 1) / fs->inodes_per_ag);
 	uint32_t i = (uint32_t)((ino - 1) % fs->inodes_per_ag);
 
-	*blk = mqfs_ag_meta_start(&l, ag) + 3 + i / MQFS_INODES_PER_BLOCK;
+	*blk = mqfs_fs_ag_meta(fs, ag) + 3 + i / MQFS_INODES_PER_BLOCK;
 	*off = mqfs_itable_offset(i % MQFS_INODES_PER_BLOCK);
 }
 

@@ -139,6 +139,17 @@ static void super_fill_geometry(struct mqfs_fs *fs, const struct mqfs_super *sb)
 	fs->journal_blocks = sb->journal_blocks;
 }
 
+uint64_t mqfs_fs_ag_meta(const struct mqfs_fs *fs, uint32_t ag)
+{
+	struct mqfs_layout l = { .block_count = fs->block_count,
+				 .ag_count = fs->ag_count,
+				 .ag_blocks = fs->ag_blocks,
+				 .journal_start = fs->journal_start,
+				 .journal_blocks = fs->journal_blocks };
+
+	return mqfs_ag_meta_start(&l, ag);
+}
+
 static struct mqfs_fs *super_alloc(struct mq_queue *q,
 				   const struct mqfs_mount_opts *o)
 {

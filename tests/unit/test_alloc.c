@@ -16,21 +16,10 @@
 
 /* ---- helpers -------------------------------------------------------------- */
 
-static uint64_t t_meta(struct mqfs_fs *fs, uint32_t ag)
-{
-	struct mqfs_layout l = { .block_count = fs->block_count,
-				 .ag_count = fs->ag_count,
-				 .ag_blocks = fs->ag_blocks,
-				 .journal_start = fs->journal_start,
-				 .journal_blocks = fs->journal_blocks };
-
-	return mqfs_ag_meta_start(&l, ag);
-}
-
 /* First data block of AG @ag (after its inode table). */
 static uint64_t t_data_start(struct mqfs_fs *fs, uint32_t ag)
 {
-	return t_meta(fs, ag) + 3 + fs->itable_blocks;
+	return mqfs_fs_ag_meta(fs, ag) + 3 + fs->itable_blocks;
 }
 
 /* The AG header's counts, as the buffer cache holds them. */
@@ -39,7 +28,7 @@ static struct mqfs_ag t_ag_header(struct mqfs_fs *fs, uint32_t ag)
 	struct mqfs_buf *b;
 	struct mqfs_ag h;
 
-	ck_assert_int_eq(mqfs_buf_read(fs, t_meta(fs, ag), MQFS_T_AG, &b), 0);
+	ck_assert_int_eq(mqfs_buf_read(fs, mqfs_fs_ag_meta(fs, ag), MQFS_T_AG, &b), 0);
 	mqfs_buf_lock(b);
 	h = *(struct mqfs_ag *)b->data;
 	mqfs_buf_unlock(b);
@@ -137,7 +126,7 @@ START_TEST(test_alloc_goal_contiguous)
 	ck_assert_uint_eq(s2, goal + 12);
 	ck_assert_uint_eq(g2, 5);
 	/* A goal on metadata: still a data run, in that AG. */
-	ck_assert_int_eq(t_alloc(t.fs, t_meta(t.fs, 5), 3, &s2, &g2), 0);
+	ck_assert_int_eq(t_alloc(t.fs, mqfs_fs_ag_meta(t.fs, 5), 3, &s2, &g2), 0);
 	ck_assert_uint_eq(s2, t_data_start(t.fs, 5));
 	ck_assert_uint_eq(g2, 3);
 	t_fs_destroy(&t);
@@ -360,7 +349,7 @@ START_TEST(test_free_invalid)
 				 &got), 0);
 	free0 = atomic_load(&t.fs->free_blocks);
 	ck_assert_int_eq(t_free(t.fs, start + 2, 4), -EUCLEAN); /* 2 free */
-	ck_assert_int_eq(t_free(t.fs, t_meta(t.fs, 1), 1), -EUCLEAN);
+	ck_assert_int_eq(t_free(t.fs, mqfs_fs_ag_meta(t.fs, 1), 1), -EUCLEAN);
 	ck_assert_int_eq(t_free(t.fs, 2 * t.fs->ag_blocks - 2, 4), -EUCLEAN);
 	ck_assert_int_eq(t_free(t.fs, t.fs->block_count - 1, 1), -EUCLEAN);
 	ck_assert_int_eq(t_free(t.fs, t.fs->block_count + 5, 1), -EUCLEAN);
@@ -381,7 +370,7 @@ START_TEST(test_load_bad_header)
 	int err;
 
 	t_fs_make(&t, T_SIZE);
-	meta = t_meta(t.fs, 2);
+	meta = mqfs_fs_ag_meta(t.fs, 2);
 	t_fs_unmount(&t);
 	h = (struct mqfs_ag *)t_fs_raw_block(&t, meta);
 	h->free_blocks = 5000;	/* more than the AG has */

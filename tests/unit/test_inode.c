@@ -17,17 +17,6 @@
 
 /* ---- helpers -------------------------------------------------------------- */
 
-static uint64_t t_meta(struct mqfs_fs *fs, uint32_t ag)
-{
-	struct mqfs_layout l = { .block_count = fs->block_count,
-				 .ag_count = fs->ag_count,
-				 .ag_blocks = fs->ag_blocks,
-				 .journal_start = fs->journal_start,
-				 .journal_blocks = fs->journal_blocks };
-
-	return mqfs_ag_meta_start(&l, ag);
-}
-
 /* Is @ino's bit set in its inode bitmap? */
 static bool t_ino_used(struct mqfs_fs *fs, uint64_t ino)
 {
@@ -36,7 +25,7 @@ static bool t_ino_used(struct mqfs_fs *fs, uint64_t ino)
 	struct mqfs_buf *b;
 	bool used;
 
-	ck_assert_int_eq(mqfs_buf_read(fs, t_meta(fs, ag) + 2, MQFS_T_IBITMAP,
+	ck_assert_int_eq(mqfs_buf_read(fs, mqfs_fs_ag_meta(fs, ag) + 2, MQFS_T_IBITMAP,
 				       &b), 0);
 	mqfs_buf_lock(b);
 	used = ((uint8_t *)b->data)[MQFS_HDR_SIZE + i / 8] >> (i % 8) & 1;
@@ -495,7 +484,7 @@ static void t_poke_uid(struct mqfs_fs *fs, uint64_t ino, uint32_t uid)
 {
 	uint32_t i = (uint32_t)((ino - 1) % fs->inodes_per_ag);
 	uint32_t ag = (uint32_t)((ino - 1) / fs->inodes_per_ag);
-	uint64_t blk = t_meta(fs, ag) + 3 + i / MQFS_INODES_PER_BLOCK;
+	uint64_t blk = mqfs_fs_ag_meta(fs, ag) + 3 + i / MQFS_INODES_PER_BLOCK;
 	struct mqfs_buf *b;
 	struct mqfs_inode *d;
 
