@@ -4,28 +4,8 @@
 # foreign images, usage errors, progress lines.
 set -u
 
-builddir=${top_builddir:-.}
-MKFS=$builddir/mkfs.mqfs
-FSCK=$builddir/fsck.mqfs
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/mqfs-tools-fsck.XXXXXX") || exit 1
-trap 'rm -rf "$tmp"' EXIT INT TERM
-failures=0
-
-fail() {
-	echo "FAIL: $*" >&2
-	failures=$((failures + 1))
-}
-
-expect() {
-	want=$1 what=$2
-	shift 2
-	"$@" >"$tmp/out" 2>"$tmp/err"
-	got=$?
-	if [ "$got" -ne "$want" ]; then
-		fail "$what: exit $got, expected $want"
-		sed 's/^/  | /' "$tmp/out" "$tmp/err" >&2
-	fi
-}
+T_NAME=tools-fsck
+. "$(dirname "$0")/tools-lib.sh"
 
 grep_out() {
 	grep -q -- "$1" "$tmp/out" "$tmp/err" || fail "missing '$1' in output"
@@ -94,5 +74,5 @@ expect 0 "repaired bitmap" "$FSCK" -f -n "$img"
 expect 0 "progress" "$FSCK" -f -n -C 0 "$img"
 grep -q '^fsck.mqfs: 100%$' "$tmp/err" || fail "no progress lines on stderr"
 
-[ "$failures" -eq 0 ] || { echo "$failures failure(s)" >&2; exit 1; }
+t_tools_done
 exit 0

@@ -4,29 +4,8 @@
 # signature without -f, option errors, -L/-U/-N/-J/-q.
 set -u
 
-builddir=${top_builddir:-.}
-MKFS=$builddir/mkfs.mqfs
-FSCK=$builddir/fsck.mqfs
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/mqfs-tools-mkfs.XXXXXX") || exit 1
-trap 'rm -rf "$tmp"' EXIT INT TERM
-failures=0
-
-fail() {
-	echo "FAIL: $*" >&2
-	failures=$((failures + 1))
-}
-
-# expect CODE DESCRIPTION CMD...: run CMD, compare its exit status.
-expect() {
-	want=$1 what=$2
-	shift 2
-	"$@" >"$tmp/out" 2>"$tmp/err"
-	got=$?
-	if [ "$got" -ne "$want" ]; then
-		fail "$what: exit $got, expected $want"
-		sed 's/^/  | /' "$tmp/out" "$tmp/err" >&2
-	fi
-}
+T_NAME=tools-mkfs
+. "$(dirname "$0")/tools-lib.sh"
 
 # expect_nonzero DESCRIPTION CMD...
 expect_nonzero() {
@@ -125,5 +104,5 @@ expect 0 "mkfs -q" "$MKFS" -f -q -s 32M "$img"
 [ -s "$tmp/out" ] && fail "-q printed something"
 expect 0 "fsck of a smaller fs in a larger file" "$FSCK" -f -n "$img"
 
-[ "$failures" -eq 0 ] || { echo "$failures failure(s)" >&2; exit 1; }
+t_tools_done
 exit 0

@@ -10,4 +10,5 @@ tests_unit_test_fsck_LDADD = $(UNIT_LDADD)
 
 # Command-line behaviour of mkfs.mqfs and fsck.mqfs on image files.
 TESTS += tests/integration/tools-mkfs.sh tests/integration/tools-fsck.sh
-EXTRA_DIST += tests/integration/tools-mkfs.sh tests/integration/tools-fsck.sh
+EXTRA_DIST += tests/integration/tools-mkfs.sh tests/integration/tools-fsck.sh \
+	tests/integration/tools-lib.sh

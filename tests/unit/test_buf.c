@@ -27,29 +27,10 @@
 
 #include "t_util.h"
 #include "fs_i.h"
+#include "t_fs_double.h"
 
 #define RIG_BLOCKS	1024u			/* 4 MiB */
 #define BS		MQFS_BLOCK_SIZE
-
-/* ---- test doubles of other modules ---------------------------------- */
-
-static atomic_uint t_errors;
-static _Atomic uint64_t t_error_blk;
-
-void mqfs_fs_error(struct mqfs_fs *fs, uint64_t blocknr, const char *fmt, ...)
-{
-	va_list ap;
-
-	atomic_fetch_add(&t_errors, 1);
-	atomic_store(&t_error_blk, blocknr);
-	atomic_store(&fs->error_seen, true);
-	va_start(ap, fmt);
-	fprintf(stderr, "test double mqfs_fs_error(block %" PRIu64 "): ",
-		blocknr);
-	vfprintf(stderr, fmt, ap);
-	fputc('\n', stderr);
-	va_end(ap);
-}
 
 /* ---- rig: ram device (optionally under a fault device) + fs ---------- */
 
@@ -58,20 +39,6 @@ struct rig {
 	struct mq_queue *q;
 	struct mqfs_fs fs;
 };
-
-static void *ram_blk(struct rig *r, uint64_t blk)
-{
-	return (char *)mq_ram_data(r->ram) + blk * BS;
-}
-
-/* A sealed metadata block of @type at @blk whose payload bytes are @v. */
-static void put_meta(struct rig *r, uint64_t blk, unsigned type, uint8_t v)
-{
-	unsigned char *p = ram_blk(r, blk);
-
-	memset(p, v, BS);
-	mqfs_blk_seal(p, type, blk, 1);
-}
 
 static void rig_open(struct rig *r, uint64_t cache_bytes,
 		     const struct mq_fault_config *fault)
@@ -139,7 +106,7 @@ START_TEST(test_read_hit)
 
 	T_BEGIN();
 	rig_open(&r, 1 << 20, NULL);
-	put_meta(&r, 100, MQFS_T_DIR, 0x5a);
+	t_put_meta(r.ram, 100, MQFS_T_DIR, 0x5a);
 	t_check(mqfs_buf_read(&r.fs, 100, MQFS_T_DIR, &a) == 0, "read");
 	t_check(a->blocknr == 100 && a->type == MQFS_T_DIR, "identity");
 	t_check(atomic_load(&a->flags) & MQFS_BUF_UPTODATE, "uptodate");
@@ -147,7 +114,7 @@ START_TEST(test_read_hit)
 	t_check(payload_is(a, 0x5a), "content");
 	t_check_u64(bstats(&r).misses, 1, "misses");
 	/* Changing the device behind the cache shows: it is a hit. */
-	put_meta(&r, 100, MQFS_T_DIR, 0x11);
+	t_put_meta(r.ram, 100, MQFS_T_DIR, 0x11);
 	t_check(mqfs_buf_read(&r.fs, 100, MQFS_T_DIR, &b) == 0, "read again");
 	t_check(a == b && payload_is(b, 0x5a), "same cached buffer");
 	t_check_u64(bstats(&r).hits, 1, "hits");
@@ -171,8 +138,8 @@ START_TEST(test_corrupt)
 
 	T_BEGIN();
 	rig_open(&r, 1 << 20, NULL);
-	put_meta(&r, 200, MQFS_T_EXTENT, 0x33);
-	p = ram_blk(&r, 200);
+	t_put_meta(r.ram, 200, MQFS_T_EXTENT, 0x33);
+	p = t_ram_blk(r.ram, 200);
 	p[1000] ^= 0x04;
 	t_check(mqfs_buf_read(&r.fs, 200, MQFS_T_EXTENT, &b) == -EUCLEAN,
 		"flipped bit");
@@ -190,8 +157,8 @@ START_TEST(test_corrupt)
 	mqfs_buf_put(b);
 
 	/* Sealed for block 201 but found at 202: a misdirected write. */
-	put_meta(&r, 201, MQFS_T_DIR, 1);
-	memcpy(ram_blk(&r, 202), ram_blk(&r, 201), BS);
+	t_put_meta(r.ram, 201, MQFS_T_DIR, 1);
+	memcpy(t_ram_blk(r.ram, 202), t_ram_blk(r.ram, 201), BS);
 	t_check(mqfs_buf_read(&r.fs, 202, MQFS_T_DIR, &b) == -EUCLEAN,
 		"misdirected");
 	t_check_u64(atomic_load(&t_error_blk), 202, "fs_error block");
@@ -228,7 +195,7 @@ START_TEST(test_zero_itable)
 	}
 	t_check_u64(atomic_load(&t_errors), MQFS_T_COUNT - 2, "fs_errors");
 	/* One nonzero byte and it is no longer "mkfs's zeroes". */
-	((unsigned char *)ram_blk(&r, 320))[4095] = 1;
+	((unsigned char *)t_ram_blk(r.ram, 320))[4095] = 1;
 	t_check(mqfs_buf_read(&r.fs, 320, MQFS_T_ITABLE, &b) == -EUCLEAN,
 		"almost zero inode table block");
 	rig_close(&r);
@@ -247,8 +214,8 @@ START_TEST(test_device_error)
 
 	T_BEGIN();
 	rig_open(&r, 1 << 20, &fc);
-	put_meta(&r, 400, MQFS_T_DIR, 7);
-	put_meta(&r, 401, MQFS_T_DIR, 8);
+	t_put_meta(r.ram, 400, MQFS_T_DIR, 7);
+	t_put_meta(r.ram, 401, MQFS_T_DIR, 8);
 	t_check(mqfs_buf_read(&r.fs, 400, MQFS_T_DIR, &b) == -EIO, "EIO");
 	t_check_u64(atomic_load(&t_errors), 0, "no fs_error for EIO");
 	t_check(mqfs_buf_read(&r.fs, 401, MQFS_T_DIR, &b) == 0, "neighbour");
@@ -271,7 +238,7 @@ START_TEST(test_evict_bound)
 	T_BEGIN();
 	rig_open(&r, SMALL_CACHE, NULL);
 	for (unsigned i = 0; i < 300; i++)
-		put_meta(&r, 500 + i, MQFS_T_EXTENT, (uint8_t)i);
+		t_put_meta(r.ram, 500 + i, MQFS_T_EXTENT, (uint8_t)i);
 	for (unsigned i = 0; i < 100; i++) {
 		t_check(mqfs_buf_read(&r.fs, 500 + i, MQFS_T_EXTENT, &b) == 0,
 			"read %u", i);
@@ -322,7 +289,7 @@ START_TEST(test_evict_pinned)
 	T_BEGIN();
 	rig_open(&r, SMALL_CACHE, NULL);
 	for (unsigned i = 0; i < 2; i++) {
-		put_meta(&r, 10 + i, MQFS_T_DIR, 0x40);
+		t_put_meta(r.ram, 10 + i, MQFS_T_DIR, 0x40);
 		t_check(mqfs_buf_read(&r.fs, 10 + i, MQFS_T_DIR, &p[i]) == 0,
 			"read");
 		atomic_fetch_or(&p[i]->flags, pin[i]);
@@ -330,7 +297,7 @@ START_TEST(test_evict_pinned)
 		mqfs_buf_put(p[i]);
 	}
 	for (unsigned i = 0; i < 100; i++) {
-		put_meta(&r, 500 + i, MQFS_T_DIR, 1);
+		t_put_meta(r.ram, 500 + i, MQFS_T_DIR, 1);
 		t_check(mqfs_buf_read(&r.fs, 500 + i, MQFS_T_DIR, &b) == 0,
 			"pressure %u", i);
 		mqfs_buf_put(b);
@@ -356,7 +323,7 @@ START_TEST(test_new_forget)
 
 	T_BEGIN();
 	rig_open(&r, 1 << 20, NULL);
-	put_meta(&r, 50, MQFS_T_DIR, 0x77);
+	t_put_meta(r.ram, 50, MQFS_T_DIR, 0x77);
 	t_check(mqfs_buf_new(&r.fs, 60, MQFS_T_EXTENT, &a) == 0, "new");
 	t_check(payload_is(a, 0) && a->type == MQFS_T_EXTENT, "zeroed");
 	t_check(atomic_load(&a->flags) & MQFS_BUF_UPTODATE, "uptodate");
@@ -441,7 +408,7 @@ START_TEST(test_concurrent_readers)
 	T_BEGIN();
 	rig_open(&r, 1 << 20, NULL);
 	for (unsigned i = 0; i < CR_BLOCKS; i++)
-		put_meta(&r, 800 + i, MQFS_T_DIR, (uint8_t)(i + 1));
+		t_put_meta(r.ram, 800 + i, MQFS_T_DIR, (uint8_t)(i + 1));
 	for (unsigned t = 0; t < CR_THREADS; t++) {
 		a[t] = (struct cr_arg){ .r = &r, .id = t };
 		t_check(pthread_create(&th[t], NULL, cr_reader, &a[t]) == 0,
@@ -468,7 +435,7 @@ START_TEST(test_concurrent_evict)
 	T_BEGIN();
 	rig_open(&r, 4 * BS, NULL);
 	for (unsigned i = 0; i < CR_BLOCKS; i++)
-		put_meta(&r, 800 + i, MQFS_T_DIR, (uint8_t)(i + 1));
+		t_put_meta(r.ram, 800 + i, MQFS_T_DIR, (uint8_t)(i + 1));
 	for (unsigned t = 0; t < CR_THREADS; t++) {
 		a[t] = (struct cr_arg){ .r = &r, .id = t };
 		t_check(pthread_create(&th[t], NULL, cr_reader, &a[t]) == 0,

@@ -34,6 +34,7 @@
 
 #include "t_util.h"
 #include "fs_i.h"
+#include "t_fs_double.h"
 
 #define RIG_BLOCKS	4096u			/* 16 MiB */
 #define BS		MQFS_BLOCK_SIZE
@@ -41,25 +42,8 @@
 
 /* ---- test doubles of other modules ---------------------------------- */
 
-static atomic_uint t_errors;
-static _Atomic uint64_t t_error_blk;
 static _Atomic uint64_t t_committed_seq;	/* last alloc_txn_committed */
 static atomic_uint t_committed_calls, t_committed_backwards;
-
-void mqfs_fs_error(struct mqfs_fs *fs, uint64_t blocknr, const char *fmt, ...)
-{
-	va_list ap;
-
-	atomic_fetch_add(&t_errors, 1);
-	atomic_store(&t_error_blk, blocknr);
-	atomic_store(&fs->error_seen, true);
-	va_start(ap, fmt);
-	fprintf(stderr, "test double mqfs_fs_error(block %" PRIu64 "): ",
-		blocknr);
-	vfprintf(stderr, fmt, ap);
-	fputc('\n', stderr);
-	va_end(ap);
-}
 
 void mqfs_alloc_txn_committed(struct mqfs_fs *fs, uint64_t seq)
 {
@@ -80,23 +64,10 @@ struct rig {
 	unsigned interval_ms;
 };
 
-static void *ram_blk(struct rig *r, uint64_t blk)
-{
-	return (char *)mq_ram_data(r->ram) + blk * BS;
-}
-
-static void put_meta(struct rig *r, uint64_t blk, unsigned type, uint8_t v)
-{
-	unsigned char *p = ram_blk(r, blk);
-
-	memset(p, v, BS);
-	mqfs_blk_seal(p, type, blk, 1);
-}
-
 /* The home block on the ram device: sealed @type, payload all @v. */
 static bool home_is(struct rig *r, uint64_t blk, unsigned type, uint8_t v)
 {
-	const unsigned char *p = ram_blk(r, blk);
+	const unsigned char *p = t_ram_blk(r->ram, blk);
 
 	if (mqfs_blk_verify(p, type, blk))
 		return false;
@@ -108,12 +79,12 @@ static bool home_is(struct rig *r, uint64_t blk, unsigned type, uint8_t v)
 
 static uint64_t home_gen(struct rig *r, uint64_t blk)
 {
-	return ((const struct mqfs_blk_hdr *)ram_blk(r, blk))->gen;
+	return ((const struct mqfs_blk_hdr *)t_ram_blk(r->ram, blk))->gen;
 }
 
 static void put_super(struct rig *r, uint64_t journal_seq)
 {
-	struct mqfs_super *sb = ram_blk(r, 0);
+	struct mqfs_super *sb = t_ram_blk(r->ram, 0);
 
 	memset(sb, 0, BS);
 	sb->format_version = MQFS_FORMAT_VERSION;
@@ -222,7 +193,7 @@ static const uint64_t homes[5] = { 300, 101, 500, 100, 102 };
 static void seed_homes(struct rig *r, uint8_t v)
 {
 	for (unsigned i = 0; i < NH; i++)
-		put_meta(r, homes[i], MQFS_T_DIR, v);
+		t_put_meta(r->ram, homes[i], MQFS_T_DIR, v);
 }
 
 static uint64_t commits(struct rig *r)
@@ -258,20 +229,20 @@ START_TEST(test_commit_home)
 	t_check_u64(atomic_load(&t_committed_seq), 10, "alloc told");
 
 	/* Journal layout: D0 (homes sorted), 5 copies, commit. */
-	d = ram_blk(&r, J_START);
+	d = t_ram_blk(r.ram, J_START);
 	t_check(mqfs_blk_verify(d, MQFS_T_JDESC, J_START) == 0, "desc");
 	t_check(d->hdr.gen == 10 && d->nr == NH && d->index == 0, "desc fields");
 	t_check(d->home[0] == 100 && d->home[1] == 101 && d->home[2] == 102 &&
 		d->home[3] == 300 && d->home[4] == 500, "homes sorted");
 	for (unsigned i = 0; i < NH; i++)
-		t_check(!memcmp(ram_blk(&r, J_START + 1 + i),
-				ram_blk(&r, d->home[i]), BS), "copy %u", i);
-	c = ram_blk(&r, J_START + 1 + NH);
+		t_check(!memcmp(t_ram_blk(r.ram, J_START + 1 + i),
+				t_ram_blk(r.ram, d->home[i]), BS), "copy %u", i);
+	c = t_ram_blk(r.ram, J_START + 1 + NH);
 	t_check(mqfs_blk_verify(c, MQFS_T_JCOMMIT, J_START + 1 + NH) == 0,
 		"commit block");
 	t_check(c->hdr.gen == 10 && c->nr_blocks == NH && c->nr_desc == 1,
 		"commit fields");
-	t_check(c->body_csum == mqfs_hash(ram_blk(&r, J_START), (NH + 1) * BS),
+	t_check(c->body_csum == mqfs_hash(t_ram_blk(r.ram, J_START), (NH + 1) * BS),
 		"body checksum");
 
 	/* The live buffer is unpinned and carries the committed header. */
@@ -279,7 +250,7 @@ START_TEST(test_commit_home)
 	t_check_u64(atomic_load(&b->refcount), 1, "journal let go");
 	t_check(!(atomic_load(&b->flags) &
 		  (MQFS_BUF_DIRTY | MQFS_BUF_CHECKPOINT)), "clean");
-	t_check(!memcmp(b->data, ram_blk(&r, 100), BS), "live == home");
+	t_check(!memcmp(b->data, t_ram_blk(r.ram, 100), BS), "live == home");
 	mqfs_buf_put(b);
 
 	/* Nothing running: nothing written. */
@@ -319,8 +290,8 @@ START_TEST(test_seq_in_super)
 	mqfs_buf_put(sb);
 	t_check(mqfs_journal_clear(&r.fs) == 0, "clear");
 	t_check(rig_stop(&r) == 0, "stop");
-	t_check(mqfs_blk_verify(ram_blk(&r, 0), MQFS_T_SUPER, 0) == 0, "sb");
-	t_check_u64(((struct mqfs_super *)ram_blk(&r, 0))->journal_seq, 12,
+	t_check(mqfs_blk_verify(t_ram_blk(r.ram, 0), MQFS_T_SUPER, 0) == 0, "sb");
+	t_check_u64(((struct mqfs_super *)t_ram_blk(r.ram, 0))->journal_seq, 12,
 		    "superblock on the device");
 	rig_start(&r, NULL);
 	t_check(mqfs_journal_replay(&r.fs, &replayed) == 0 && !replayed,
@@ -428,18 +399,18 @@ START_TEST(test_multi_desc)
 		t_check(home_is(&r, BASE + i, MQFS_T_EXTENT, (uint8_t)i),
 			"home %u", i);
 	pc = J_START + MQFS_JDESC_MAX + 1;
-	t_check(mqfs_blk_verify(ram_blk(&r, pc), MQFS_T_JDESC, pc) == 0,
+	t_check(mqfs_blk_verify(t_ram_blk(r.ram, pc), MQFS_T_JDESC, pc) == 0,
 		"second descriptor");
-	t_check_u64(((struct mqfs_jdesc *)ram_blk(&r, pc))->nr,
+	t_check_u64(((struct mqfs_jdesc *)t_ram_blk(r.ram, pc))->nr,
 		    N - MQFS_JDESC_MAX, "its count");
 	pc = J_START + N + 2;
-	t_check(mqfs_blk_verify(ram_blk(&r, pc), MQFS_T_JCOMMIT, pc) == 0,
+	t_check(mqfs_blk_verify(t_ram_blk(r.ram, pc), MQFS_T_JCOMMIT, pc) == 0,
 		"commit after both");
 	t_check(rig_stop(&r) == 0, "stop");
 
 	/* Lose every home write, then replay. */
 	for (unsigned i = 0; i < N; i++)
-		memset(ram_blk(&r, BASE + i), 0, BS);
+		memset(t_ram_blk(r.ram, BASE + i), 0, BS);
 	rig_start(&r, NULL);
 	t_check(mqfs_journal_replay(&r.fs, &replayed) == 0 && replayed,
 		"replay");
@@ -531,7 +502,7 @@ START_TEST(test_replay_torn)
 	t_check_u64(mqfs_journal_durable_seq(&r.fs), seq - 1, "not durable");
 	t_check_u64(atomic_load(&t_error_blk), J_START + 1 + NH, "error block");
 	t_check(rig_stop(&r) == -EIO, "destroy");
-	t_check(mqfs_blk_verify(ram_blk(&r, J_START), MQFS_T_JDESC,
+	t_check(mqfs_blk_verify(t_ram_blk(r.ram, J_START), MQFS_T_JDESC,
 				J_START) == 0, "descriptor did land");
 	rig_start(&r, NULL);
 	t_check(mqfs_journal_replay(&r.fs, &replayed) == 0, "replay");
@@ -558,7 +529,7 @@ START_TEST(test_replay_bad_body)
 	t_check(mqfs_journal_commit(&r.fs) == 0, "commit");
 	t_check(rig_stop(&r) == 0, "stop");
 	seed_homes(&r, 1);		/* as if the checkpoint were lost */
-	copy = ram_blk(&r, J_START + 2);
+	copy = t_ram_blk(r.ram, J_START + 2);
 	memcpy(save, copy, BS);
 	copy[100] ^= 1;
 	hd = (const void *)copy;
@@ -664,7 +635,7 @@ START_TEST(test_credits)
 	T_BEGIN();
 	rig_open(&r, 24, 0, NULL);
 	for (unsigned i = 0; i < 30; i++)
-		put_meta(&r, 900 + i, MQFS_T_DIR, 1);
+		t_put_meta(r.ram, 900 + i, MQFS_T_DIR, 1);
 	/* Find the limit: the largest reservation accepted. */
 	for (limit = 24; limit; limit--)
 		if (mqfs_trans_start(&r.fs, limit, &a) == 0)
@@ -765,7 +736,7 @@ static void *cc_worker(void *p)
 
 static uint64_t home_u64(struct rig *r, uint64_t blk, unsigned slot)
 {
-	return ((const uint64_t *)((const char *)ram_blk(r, blk) +
+	return ((const uint64_t *)((const char *)t_ram_blk(r->ram, blk) +
 				   MQFS_HDR_SIZE))[slot];
 }
 
@@ -783,7 +754,7 @@ START_TEST(test_concurrent_handles)
 	r.ram = mq_ram_open((uint64_t)RIG_BLOCKS * BS, 64);
 	put_super(&r, 0);
 	for (unsigned i = CC_SHARED; i < CC_POOL + 32; i++)
-		put_meta(&r, i, MQFS_T_DIR, 0);
+		t_put_meta(r.ram, i, MQFS_T_DIR, 0);
 	rig_start(&r, NULL);
 	for (unsigned t = 0; t < CC_THREADS; t++) {
 		a[t] = (struct cc_arg){ .r = &r, .id = t };
@@ -811,7 +782,7 @@ START_TEST(test_concurrent_handles)
 		t_check_u64(pool, CC_OPS, "pool counters");
 	}
 	for (unsigned i = CC_SHARED; i < CC_POOL + 32; i++)
-		t_check(mqfs_blk_verify(ram_blk(&r, i), MQFS_T_DIR, i) == 0,
+		t_check(mqfs_blk_verify(t_ram_blk(r.ram, i), MQFS_T_DIR, i) == 0,
 			"block %u sealed", i);
 	t_check_u64(atomic_load(&t_errors), 0, "no errors");
 	mq_dev_close(r.ram);
