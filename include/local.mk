@@ -8,6 +8,7 @@ noinst_HEADERS += \
 	%reldir%/mqfs/elevator.h \
 	%reldir%/mqfs/list.h \
 	%reldir%/mqfs/lock.h \
+	%reldir%/mqfs/loghist.h \
 	%reldir%/mqfs/mq_dev.h \
 	%reldir%/mqfs/rbtree.h \
 	%reldir%/mqfs/thread_stats.h

@@ -3,6 +3,7 @@ bin_PROGRAMS += mqfs-bench
 mqfs_bench_SOURCES = %reldir%/bench/mqfs-bench.c %reldir%/bench/bench_i.h \
 	%reldir%/bench/hist.c %reldir%/bench/opts.c %reldir%/bench/report.c
 mqfs_bench_LDADD = $(CORE_LIBS)
+include %reldir%/load/local.mk
 
 # The filesystem (src/fs): part of the core library.
 libmqfs_a_SOURCES += \

@@ -5,16 +5,11 @@
  * updated with relaxed atomics because completions run on any thread.
  */
 #include "bench_i.h"
+#include "mqfs/loghist.h"
 
 static unsigned hist_index(uint64_t v)
 {
-	unsigned msb, sub;
-
-	if (v < (1u << HIST_SUB_BITS))
-		return (unsigned)v;
-	msb = 63u - (unsigned)__builtin_clzll(v);
-	sub = (unsigned)(v >> (msb - HIST_SUB_BITS)) & ((1u << HIST_SUB_BITS) - 1);
-	return ((msb - HIST_SUB_BITS + 1) << HIST_SUB_BITS) + sub;
+	return mq_loghist_index(v, HIST_SUB_BITS);
 }
 
 /* The upper edge of a bucket, the value we report for it. */

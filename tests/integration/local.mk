@@ -13,6 +13,7 @@ FUSE_INTEGRATION_TESTS = \
 	tests/integration/stress.sh \
 	tests/integration/fio.sh \
 	tests/integration/mount-t.sh \
+	tests/integration/load.sh \
 	tests/integration/ctl.sh
 
 TESTS += $(FUSE_INTEGRATION_TESTS)
