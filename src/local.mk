@@ -26,6 +26,7 @@ libmqfs_a_SOURCES += \
 	%reldir%/fs/mkfs.c \
 	%reldir%/fs/namei.c \
 	%reldir%/fs/super.c \
+	%reldir%/fs/wback.c \
 	%reldir%/fs/xattr.c
 
 include %reldir%/fuse/local.mk

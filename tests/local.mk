@@ -68,4 +68,5 @@ include tests/unit/alloc.mk
 include tests/unit/extent.mk
 include tests/unit/dir.mk
 include tests/unit/fsck.mk
+include tests/unit/wback.mk
 include tests/integration/local.mk

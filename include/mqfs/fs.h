@@ -51,6 +51,7 @@ enum mqfs_errors_mode {
 
 struct mqfs_mount_opts {
 	bool readonly;
+	uint64_t dontcache_dirty_bytes;	/* write-behind bound; 0: 64 MiB */
 	enum mqfs_errors_mode errors;
 	uint64_t meta_cache_bytes;	/* 0: 32 MiB */
 	unsigned commit_interval_ms;	/* 0: 5000 */
@@ -132,6 +133,32 @@ int mqfs_open(struct mqfs_fs *fs, uint64_t ino, int flags,
 int mqfs_release(struct mqfs_fs *fs, struct mqfs_file *f);
 
 /*
+ * Cache policies.  A file's own policy is its MQFS_CACHE_XATTR xattr
+ * ("kernel", "none" or "dontcache"), which files and directories inherit
+ * from the directory they are created in; the front end applies it in
+ * place of the mount's cache= mode.
+ */
+enum mqfs_cache_mode {
+	MQFS_CACHE_UNSET = 0,
+	MQFS_CACHE_KERNEL,
+	MQFS_CACHE_NONE,
+	MQFS_CACHE_DONTCACHE,
+};
+#define MQFS_CACHE_XATTR	"user.mqfs.cache"
+enum mqfs_cache_mode mqfs_file_policy(struct mqfs_fs *fs,
+				      struct mqfs_file *f);
+/*
+ * Send @f's writes through the write-behind: aligned writes are copied,
+ * answered and written back in batches (cache=dontcache).
+ */
+void mqfs_file_set_dontcache(struct mqfs_file *f);
+/*
+ * close(): write back what @f's inode has pending and wait (close-to-
+ * open), returning the first write-behind error not yet reported.
+ */
+int mqfs_flush(struct mqfs_fs *fs, struct mqfs_file *f);
+
+/*
  * Asynchronous read: @done gets the data (a buffer valid only during the
  * call) and its length, or a negative errno in @res.
  */
@@ -160,6 +187,19 @@ struct mqfs_fs_stats {
 	uint64_t journal_commits, journal_blocks;
 };
 void mqfs_get_stats(struct mqfs_fs *fs, struct mqfs_fs_stats *out);
+/* The dontcache write-behind, since mount. */
+struct mqfs_wback_stats {
+	uint64_t dirty_bytes;		/* written, not yet on the device */
+	uint64_t dirty_limit;		/* dontcache_dirty */
+	uint64_t held_bytes;		/* buffer memory (in use + cached) */
+	uint64_t held_peak;		/* its highest value */
+	uint64_t buffered_bytes;	/* bytes taken by write-behind */
+	uint64_t buffered_writes, direct_writes;	/* taken / declined */
+	uint64_t buffers_dropped;	/* freed by their completion */
+	uint64_t write_batches;		/* plugged batches written */
+	uint64_t throttled;		/* writers that waited for room */
+};
+void mqfs_get_wback_stats(struct mqfs_fs *fs, struct mqfs_wback_stats *out);
 /* Commit the running transaction and flush the device. */
 int mqfs_sync(struct mqfs_fs *fs);
 

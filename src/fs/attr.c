@@ -43,6 +43,8 @@ static int attr_set_size(struct mqfs_fs *fs, struct mqfs_ino *ip,
 		return -EISDIR;
 	if (!S_ISREG(ip->d.mode))
 		return -EINVAL;
+	/* Pending write-behind lands first: it may have extended the file. */
+	mqfs_wback_sync_locked(fs, ip);
 	if (size == ip->d.size)
 		return 0;
 	/* In-flight unlocked I/O must not land in blocks being freed. */

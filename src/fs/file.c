@@ -19,7 +19,7 @@
  * ones written) and set the size in that same handle.  The data is on
  * the device before the transaction that points at it can commit
  * (ordered data), and a crash never leaves allocated blocks without an
- * owner.  Each handle does at most file_ops_per_handle() extent changes,
+ * owner.  Each handle does at most mqfs_file_ops_per_handle() extent changes,
  * so its credits fit even the smallest journal.
  *
  * The size limit is MQFS_MAX_FILE_BYTES (64 TiB).  Timestamps: writes,
@@ -64,7 +64,7 @@ static void *file_buf_alloc(uint64_t nblocks)
 }
 
 /* Extent changes one handle may make: a quarter of the journal at most. */
-static unsigned file_ops_per_handle(struct mqfs_fs *fs)
+unsigned mqfs_file_ops_per_handle(struct mqfs_fs *fs)
 {
 	unsigned k = fs->journal_blocks / (4 * mqfs_extent_credits(fs));
 
@@ -72,7 +72,7 @@ static unsigned file_ops_per_handle(struct mqfs_fs *fs)
 }
 
 /* Each change with its data allocation (alloc.c: 2), plus the inode. */
-static unsigned file_credits(struct mqfs_fs *fs, unsigned ops)
+unsigned mqfs_file_credits(struct mqfs_fs *fs, unsigned ops)
 {
 	return ops * (mqfs_extent_credits(fs) + 2) + 1;
 }
@@ -85,7 +85,7 @@ static int file_map(struct mqfs_fs *fs, struct mqfs_ino *ip, uint64_t lblk,
 }
 
 /* Allocation goal for @lblk: right after the block before it, if any. */
-static uint64_t file_goal(struct mqfs_fs *fs, struct mqfs_ino *ip,
+uint64_t mqfs_file_goal(struct mqfs_fs *fs, struct mqfs_ino *ip,
 			  uint64_t lblk)
 {
 	struct mqfs_map m;
@@ -95,11 +95,8 @@ static uint64_t file_goal(struct mqfs_fs *fs, struct mqfs_ino *ip,
 	return 0;	/* the allocator's choice: this thread's AG */
 }
 
-/*
- * Take ip->lock.  A thread that has to sleep for it flushes its plug
- * first: the holder may be a truncate waiting for bios in that plug.
- */
-static void file_lock(struct mqfs_ino *ip, bool excl)
+/* The holder may be a truncate waiting for bios in this thread's plug. */
+void mqfs_file_lock(struct mqfs_ino *ip, bool excl)
 {
 	if (!(excl ? pthread_rwlock_trywrlock(&ip->lock) :
 		     pthread_rwlock_tryrdlock(&ip->lock)))
@@ -302,7 +299,12 @@ void mqfs_read(struct mqfs_fs *fs, struct mqfs_file *f, uint64_t off,
 	uint64_t len, first;
 	int err;
 
-	file_lock(ip, false);
+	mqfs_file_lock(ip, false);
+	while (mqfs_wback_conflict(fs, ip, off, size)) {
+		pthread_rwlock_unlock(&ip->lock);
+		mqfs_wback_sync(fs, ip);
+		mqfs_file_lock(ip, false);
+	}
 	if (!size || off >= ip->d.size) {
 		pthread_rwlock_unlock(&ip->lock);
 		done(arg, "", 0);
@@ -367,7 +369,7 @@ static bool file_write_fast(struct mqfs_fs *fs, struct mqfs_file *f,
 
 	if ((off | size) & FILE_MASK || f->flags & (O_APPEND | O_DSYNC))
 		return false;
-	file_lock(ip, false);
+	mqfs_file_lock(ip, false);
 	if (off + size > ip->d.size)
 		goto slow;		/* extends the file */
 	a = file_aio_new(ip, size / FILE_BS);
@@ -454,7 +456,7 @@ static int file_plan(struct file_wr *w, struct mqfs_handle *h,
 		}
 		if (!m.pblk) {
 			if (!goal)
-				goal = file_goal(w->fs, w->ip, lblk);
+				goal = mqfs_file_goal(w->fs, w->ip, lblk);
 			err = mqfs_alloc_blocks(h, goal, m.len, &r->pblk,
 						&r->len);
 			if (err)
@@ -571,7 +573,7 @@ static ssize_t file_write_chunk(struct file_wr *w, uint64_t pos)
 	char *buf = NULL;
 	int err, err2;
 
-	err = mqfs_trans_start(w->fs, file_credits(w->fs, w->max_ops), &h);
+	err = mqfs_trans_start(w->fs, mqfs_file_credits(w->fs, w->max_ops), &h);
 	if (err)
 		return err;
 	err = file_plan(w, &h, &c);
@@ -605,7 +607,7 @@ static ssize_t file_write_chunk(struct file_wr *w, uint64_t pos)
  * commit the commit thread already made durable may still be writing
  * home), once, and try again before giving up.
  */
-static bool file_retry_enospc(struct mqfs_fs *fs, int err, bool *retried)
+bool mqfs_file_retry_enospc(struct mqfs_fs *fs, int err, bool *retried)
 {
 	if (err != -ENOSPC || *retried || !atomic_load(&fs->free_blocks))
 		return false;
@@ -618,12 +620,12 @@ static ssize_t file_write_slow(struct mqfs_fs *fs, struct mqfs_file *f,
 {
 	struct mqfs_ino *ip = f->ip;
 	struct file_wr w = { .fs = fs, .ip = ip, .data = data,
-			     .max_ops = file_ops_per_handle(fs) };
+			     .max_ops = mqfs_file_ops_per_handle(fs) };
 	bool retried = false;
 	ssize_t err = 0;
 	uint64_t pos;
 
-	file_lock(ip, true);
+	mqfs_file_lock(ip, true);
 	if (f->flags & O_APPEND)
 		off = ip->d.size;
 	if (off >= MQFS_MAX_FILE_BYTES) {
@@ -637,7 +639,7 @@ static ssize_t file_write_slow(struct mqfs_fs *fs, struct mqfs_file *f,
 
 		if (n >= 0)
 			pos += (uint64_t)n;
-		else if (!file_retry_enospc(fs, (int)n, &retried)) {
+		else if (!mqfs_file_retry_enospc(fs, (int)n, &retried)) {
 			err = n;
 			break;
 		}
@@ -665,6 +667,16 @@ void mqfs_write(struct mqfs_fs *fs, struct mqfs_file *f, uint64_t off,
 		done(arg, err);
 		return;
 	}
+	if (f->dontcache && !(f->flags & (O_DSYNC | O_SYNC))) {
+		ssize_t n = mqfs_wback_write(fs, f->ip, off, data, size);
+
+		if (n > 0) {
+			done(arg, n);
+			return;
+		}
+	}
+	/* The direct way must not be overtaken by older write-behind. */
+	mqfs_wback_sync(fs, f->ip);
 	if (file_write_fast(fs, f, off, data, size, done, arg))
 		return;
 	done(arg, file_write_slow(fs, f, off, data, size));
@@ -672,18 +684,49 @@ void mqfs_write(struct mqfs_fs *fs, struct mqfs_file *f, uint64_t off,
 
 int mqfs_fsync(struct mqfs_fs *fs, uint64_t ino, bool datasync)
 {
-	int err, err2;
+	struct mqfs_ino *ip;
+	int err, err2, err3;
 
 	/*
-	 * Data writes completed before they were answered; the journal
-	 * holds the metadata.  The flush covers overwrites that changed
-	 * no metadata (the commit may have had nothing to write).
+	 * Direct data writes completed before they were answered, the
+	 * write-behind is written back here; the journal holds the
+	 * metadata.  The flush covers overwrites that changed no metadata
+	 * (the commit may have had nothing to write).
 	 */
-	(void)ino;
 	(void)datasync;
-	err = mqfs_journal_commit(fs);
-	err2 = mqfs_flush_device(fs->q);
-	return err ? err : err2;
+	err = mqfs_iget(fs, ino, &ip);
+	if (err)
+		return err;
+	mqfs_wback_sync(fs, ip);
+	err = mqfs_wback_take_error(fs, ip);
+	mqfs_iput(fs, ip);
+	err2 = mqfs_journal_commit(fs);
+	err3 = mqfs_flush_device(fs->q);
+	return err ? err : err2 ? err2 : err3;
+}
+
+int mqfs_flush(struct mqfs_fs *fs, struct mqfs_file *f)
+{
+	if (!f->dontcache && !mqfs_wback_pending(f->ip))
+		return 0;
+	mqfs_wback_sync(fs, f->ip);
+	return mqfs_wback_take_error(fs, f->ip);
+}
+
+enum mqfs_cache_mode mqfs_file_policy(struct mqfs_fs *fs,
+				      struct mqfs_file *f)
+{
+	enum mqfs_cache_mode m;
+
+	mqfs_file_lock(f->ip, false);
+	m = mqfs_xattr_policy(fs, f->ip);
+	pthread_rwlock_unlock(&f->ip->lock);
+	return m;
+}
+
+void mqfs_file_set_dontcache(struct mqfs_file *f)
+{
+	f->dontcache = true;
 }
 
 /* ---- truncate and freeing ---------------------------------------------- */
@@ -717,7 +760,7 @@ static int file_ops_end(struct mqfs_fs *fs, struct mqfs_ino *ip,
 static int file_remove_range(struct mqfs_fs *fs, struct mqfs_ino *ip,
 			     uint64_t start, uint64_t end)
 {
-	unsigned ops = file_ops_per_handle(fs);
+	unsigned ops = mqfs_file_ops_per_handle(fs);
 
 	while (start < end) {
 		struct mqfs_handle h;
@@ -728,7 +771,7 @@ static int file_remove_range(struct mqfs_fs *fs, struct mqfs_ino *ip,
 		err = file_ops_end(fs, ip, start, end, ops, &stop, &n);
 		if (err || !n)
 			return err;
-		err = mqfs_trans_start(fs, file_credits(fs, ops), &h);
+		err = mqfs_trans_start(fs, mqfs_file_credits(fs, ops), &h);
 		if (err)
 			return err;
 		err = mqfs_extent_remove(&h, ip, start, stop - start);
@@ -847,7 +890,7 @@ static int file_prealloc_some(struct mqfs_fs *fs, struct mqfs_handle *h,
 			continue;
 		}
 		if (!goal)
-			goal = file_goal(fs, ip, lblk);
+			goal = mqfs_file_goal(fs, ip, lblk);
 		err = mqfs_alloc_blocks(h, goal, m.len, &start, &got);
 		if (err)
 			break;
@@ -870,7 +913,7 @@ static int file_prealloc(struct mqfs_fs *fs, struct mqfs_ino *ip,
 			 uint64_t off, uint64_t len, bool keep)
 {
 	uint64_t lblk = file_blk(off), end = file_blk_up(off + len);
-	unsigned max_ops = file_ops_per_handle(fs);
+	unsigned max_ops = mqfs_file_ops_per_handle(fs);
 	bool retried = false;
 	int err;
 
@@ -880,7 +923,7 @@ static int file_prealloc(struct mqfs_fs *fs, struct mqfs_ino *ip,
 		uint64_t size;
 		int err2;
 
-		err = mqfs_trans_start(fs, file_credits(fs, max_ops), &h);
+		err = mqfs_trans_start(fs, mqfs_file_credits(fs, max_ops), &h);
 		if (err)
 			return err;
 		err = file_prealloc_some(fs, &h, ip, &lblk, end, max_ops);
@@ -896,7 +939,7 @@ static int file_prealloc(struct mqfs_fs *fs, struct mqfs_ino *ip,
 		err2 = mqfs_trans_stop(&h);
 		if (!err)
 			err = err2;
-		if (file_retry_enospc(fs, err, &retried))
+		if (mqfs_file_retry_enospc(fs, err, &retried))
 			err = 0;
 	} while (!err && lblk < end);
 	return err;
@@ -954,7 +997,8 @@ int mqfs_fallocate(struct mqfs_fs *fs, uint64_t ino, int mode, uint64_t off,
 		mqfs_iput(fs, ip);
 		return err;
 	}
-	file_lock(ip, true);
+	mqfs_file_lock(ip, true);
+	mqfs_wback_sync_locked(fs, ip);
 	mqfs_ino_dio_wait(ip);
 	if (base == FALLOC_FL_PUNCH_HOLE) {
 		err = file_punch(fs, ip, off, len);
@@ -1007,7 +1051,8 @@ int mqfs_lseek(struct mqfs_fs *fs, uint64_t ino, uint64_t off, int whence,
 	err = mqfs_iget(fs, ino, &ip);
 	if (err)
 		return err;
-	file_lock(ip, false);
+	mqfs_wback_sync(fs, ip);
+	mqfs_file_lock(ip, false);
 	if (off >= ip->d.size)
 		err = -ENXIO;
 	else

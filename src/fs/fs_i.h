@@ -8,6 +8,9 @@
  *   inode rwlocks (ascending inode number)
  *   -> transaction handle (journal commit rwlock, shared)
  *   -> AG lock -> inode-cache lock -> buffer lock -> buffer-cache lock.
+ * The write-behind lock (wback.c) is taken with no inode lock needed and
+ * is held only around its own lists; under it only the inode-cache lock
+ * (to pin an inode) and the inode's meta_lock are taken.
  * The commit takes the commit rwlock exclusively and never an inode lock.
  */
 #ifndef MQFS_FS_I_H
@@ -21,12 +24,14 @@
 #include "mqfs/format.h"
 #include "mqfs/fs.h"
 #include "mqfs/list.h"
+#include "mqfs/rbtree.h"
 
 struct mqfs_bcache;
 struct mqfs_journal;
 struct mqfs_icache;
 struct mqfs_ag_info;
 struct mqfs_dir_index;
+struct mqfs_wback;
 
 /* ---- the mounted filesystem (super.c) ---------------------------------- */
 
@@ -44,6 +49,7 @@ struct mqfs_fs {
 	struct mqfs_journal *journal;
 	struct mqfs_icache *icache;
 	struct mqfs_ag_info *ags;	/* ag_count of them */
+	struct mqfs_wback *wback;	/* dontcache write-behind (wback.c) */
 	pthread_mutex_t sb_lock;	/* orphan list, inode_gen */
 	pthread_mutex_t rename_lock;	/* cross-directory renames (namei.c) */
 	atomic_uint_fast64_t free_blocks, free_inodes;
@@ -230,6 +236,20 @@ int mqfs_block_in_use(struct mqfs_fs *fs, uint64_t blk, bool *used);
 /* ---- in-core inodes (inode.c) ------------------------------------------- */
 
 /*
+ * An inode's dontcache write-behind, under the mount's write-behind lock
+ * (wback.c).  Zeroed memory is the idle state.
+ */
+struct mqfs_wb_ino {
+	struct mq_rb_root entries;	/* pending writes by offset, disjoint */
+	struct mq_list_head qlink;	/* on the flusher's queue */
+	unsigned nentries, ndirty;	/* all / not yet submitted */
+	bool queued;			/* on the flusher's queue */
+	bool pinned;			/* holds a reference (entries exist) */
+	int error;			/* first lost write, for fsync/close */
+	_Atomic uint64_t size;		/* the size pending writes give */
+};
+
+/*
  * An inode in memory.  @lock is the i_rwsem: shared for reads and for
  * I/O to mapped blocks, exclusive for anything that changes the mapping,
  * the size or a directory's entries.  @d is the on-disk record; change
@@ -251,6 +271,9 @@ struct mqfs_ino {
 	pthread_cond_t dio_cond;
 	unsigned dio_count;
 	struct mqfs_dir_index *dir_index;	/* dir.c's cache, or NULL */
+	struct mqfs_wb_ino wb;			/* wback.c's */
+	/* The user.mqfs.cache policy + 1; 0 until xattr.c has read it. */
+	_Atomic uint8_t policy;
 	struct mqfs_ino *hash_next;
 };
 
@@ -278,6 +301,8 @@ int mqfs_orphan_add(struct mqfs_handle *h, struct mqfs_ino *ip);
 int mqfs_orphan_del(struct mqfs_handle *h, struct mqfs_ino *ip);
 /* At mount: free every inode on the orphan list. */
 int mqfs_orphan_recover(struct mqfs_fs *fs);
+/* Take another reference on an inode the caller holds one on. */
+void mqfs_igrab(struct mqfs_fs *fs, struct mqfs_ino *ip);
 /* Lookup count and open count changes, for the front-end calls. */
 void mqfs_ino_lookup_inc(struct mqfs_fs *fs, struct mqfs_ino *ip);
 void mqfs_ino_open_inc(struct mqfs_fs *fs, struct mqfs_ino *ip);
@@ -356,12 +381,23 @@ unsigned mqfs_dir_credits(struct mqfs_fs *fs);
 /* ---- extended attributes (xattr.c) -------------------------------------- */
 /* Implement the public mqfs_*xattr calls; freeing on inode delete: */
 int mqfs_xattr_drop(struct mqfs_handle *h, struct mqfs_ino *ip);
+/* The cache policy (MQFS_CACHE_XATTR) of @ip; caller holds ip->lock. */
+enum mqfs_cache_mode mqfs_xattr_policy(struct mqfs_fs *fs,
+				       struct mqfs_ino *ip);
+/*
+ * A new file or directory @ip in @dir inherits @dir's policy, in the
+ * creating handle (MQFS_XATTR_INHERIT_CREDITS more); both locked.
+ */
+#define MQFS_XATTR_INHERIT_CREDITS	5u
+int mqfs_xattr_inherit(struct mqfs_handle *h, struct mqfs_ino *dir,
+		       struct mqfs_ino *ip);
 
 /* ---- file data (file.c) ------------------------------------------------- */
 
 struct mqfs_file {
 	struct mqfs_ino *ip;
 	int flags;			/* open(2) flags */
+	bool dontcache;			/* writes go through the write-behind */
 };
 
 /*
@@ -376,6 +412,55 @@ int mqfs_file_truncate(struct mqfs_fs *fs, struct mqfs_ino *ip,
 		       uint64_t size);
 /* Free every block of an inode being deleted (its own handles). */
 int mqfs_file_free_all(struct mqfs_fs *fs, struct mqfs_ino *ip);
+/*
+ * Take ip->lock; a thread that must sleep for it flushes its plug first
+ * (the holder may wait for bios in that plug).
+ */
+void mqfs_file_lock(struct mqfs_ino *ip, bool excl);
+/* Extent changes one data handle may make, and that handle's credits. */
+unsigned mqfs_file_ops_per_handle(struct mqfs_fs *fs);
+unsigned mqfs_file_credits(struct mqfs_fs *fs, unsigned ops);
+/* Allocation goal for @lblk: after the block before it (lock held). */
+uint64_t mqfs_file_goal(struct mqfs_fs *fs, struct mqfs_ino *ip,
+			uint64_t lblk);
+/* -ENOSPC with blocks waiting for a checkpoint: wait for it, once. */
+bool mqfs_file_retry_enospc(struct mqfs_fs *fs, int err, bool *retried);
+
+/*
+ * ---- dontcache write-behind (wback.c) ------------------------------------
+ * A write to a dontcache file is copied into a bounded buffer and
+ * answered; a flusher writes the buffers back in plugged batches under
+ * the inode's exclusive lock and drops each one in the completion worker.
+ * Anything that must see the data on the device first (reads of it,
+ * other writes, truncate, fallocate, fsync) writes back the inode's
+ * pending data with mqfs_wback_sync().
+ */
+int mqfs_wback_create(struct mqfs_fs *fs, uint64_t limit_bytes);
+/* Write everything back, stop the flusher, free the buffers. */
+void mqfs_wback_destroy(struct mqfs_fs *fs);
+/*
+ * Take a write: @size when queued, 0 when it must go the direct way
+ * (unaligned, too large, space short, O_DSYNC is the caller's test).
+ */
+ssize_t mqfs_wback_write(struct mqfs_fs *fs, struct mqfs_ino *ip,
+			 uint64_t off, const void *data, size_t size);
+/* Pending write-behind on @ip (a hint, no lock). */
+bool mqfs_wback_pending(struct mqfs_ino *ip);
+/* A read of [off, off+len) needs the pending data written first
+ * (caller holds ip->lock). */
+bool mqfs_wback_conflict(struct mqfs_fs *fs, struct mqfs_ino *ip,
+			 uint64_t off, uint64_t len);
+/*
+ * Write back @ip's pending data and wait (no lock on @ip held); errors
+ * stay recorded for mqfs_wback_take_error.
+ */
+void mqfs_wback_sync(struct mqfs_fs *fs, struct mqfs_ino *ip);
+/* The same with ip->lock held exclusively (truncate, fallocate). */
+void mqfs_wback_sync_locked(struct mqfs_fs *fs, struct mqfs_ino *ip);
+/* Write back everything pending on the mount and wait (sync). */
+void mqfs_wback_sync_all(struct mqfs_fs *fs);
+/* The first write-behind error of @ip since the last call (cleared). */
+int mqfs_wback_take_error(struct mqfs_fs *fs, struct mqfs_ino *ip);
 
 /* ---- mkfs (mkfs.c) ------------------------------------------------------ */
 

@@ -901,7 +901,8 @@ void mqfs_inode_stat(struct mqfs_fs *fs, struct mqfs_ino *ip,
 	st->st_uid = d->uid;
 	st->st_gid = d->gid;
 	st->st_rdev = d->rdev;
-	st->st_size = (off_t)d->size;
+	/* Pending write-behind may have made the file longer already. */
+	st->st_size = (off_t)MQ_MAX(d->size, atomic_load(&ip->wb.size));
 	st->st_blocks = (blkcnt_t)(d->blocks * (MQFS_BLOCK_SIZE / 512));
 	st->st_atim.tv_sec = (time_t)d->atime_sec;
 	st->st_atim.tv_nsec = d->atime_nsec;
@@ -955,6 +956,16 @@ void mqfs_ino_unlock2(struct mqfs_ino *a, struct mqfs_ino *b)
 	pthread_rwlock_unlock(&a->lock);
 	if (b && b != a)
 		pthread_rwlock_unlock(&b->lock);
+}
+
+void mqfs_igrab(struct mqfs_fs *fs, struct mqfs_ino *ip)
+{
+	struct mqfs_icache *c = fs->icache;
+
+	pthread_mutex_lock(&c->lock);
+	MQ_ASSERT(ip->refcount > 0 || ip->open_count > 0 || ip->nlookup > 0);
+	ic_hold_locked(c, ip);
+	pthread_mutex_unlock(&c->lock);
 }
 
 void mqfs_ino_dio_start(struct mqfs_ino *ip)

@@ -331,8 +331,10 @@ static int nm_symlink_block(struct mqfs_handle *h, struct mqfs_ino *ip,
 static int nm_init_inode(struct mqfs_handle *h, struct mqfs_ino *dp,
 			 struct mqfs_ino *ip, const struct nm_new *nw)
 {
-	int err = 0;
+	int err = mqfs_xattr_inherit(h, dp, ip);
 
+	if (err)
+		return err;
 	ip->d.nlink = 1;
 	if (S_ISDIR(nw->mode)) {
 		ip->d.nlink = 2;
@@ -377,7 +379,8 @@ static int nm_create_locked(struct mqfs_fs *fs, struct mqfs_ino *dp,
 	if (err)
 		return err;
 	err = mqfs_trans_start(fs, nm_credits(fs, true, NM_CREATE_CREDITS) +
-			       (S_ISLNK(nw->mode) ? mqfs_extent_credits(fs) : 0),
+			       (S_ISLNK(nw->mode) ? mqfs_extent_credits(fs) :
+						    MQFS_XATTR_INHERIT_CREDITS),
 			       &h);
 	if (err)
 		return err;

@@ -240,7 +240,12 @@ static int super_start(struct mqfs_fs *fs)
 	err = mqfs_alloc_load(fs);
 	if (err)
 		goto out_icache;
+	err = mqfs_wback_create(fs, fs->opts.dontcache_dirty_bytes);
+	if (err)
+		goto out_alloc;
 	return 0;
+out_alloc:
+	mqfs_alloc_unload(fs);
 out_icache:
 	mqfs_icache_destroy(fs);
 out_sb:
@@ -255,6 +260,7 @@ out_bcache:
 
 static void super_stop(struct mqfs_fs *fs)
 {
+	mqfs_wback_destroy(fs);
 	mqfs_icache_destroy(fs);
 	mqfs_alloc_unload(fs);
 	mqfs_journal_destroy(fs);
@@ -351,7 +357,9 @@ int mqfs_unmount(struct mqfs_fs *fs)
 	bool writable = !mqfs_is_readonly(fs);
 	int err = 0, err2;
 
-	/* Last references: deletes the inodes still open but unlinked. */
+	/* Pending write-behind, then the last references (which delete
+	 * the inodes still open but unlinked). */
+	mqfs_wback_destroy(fs);
 	mqfs_icache_destroy(fs);
 	if (writable)
 		err = super_update(fs, false);
@@ -407,7 +415,10 @@ void mqfs_get_stats(struct mqfs_fs *fs, struct mqfs_fs_stats *out)
 
 int mqfs_sync(struct mqfs_fs *fs)
 {
-	int err = mqfs_journal_commit(fs);
+	int err;
+
+	mqfs_wback_sync_all(fs);
+	err = mqfs_journal_commit(fs);
 
 	return err ? err : mqfs_flush_device(fs->q);
 }

@@ -10,6 +10,10 @@
  * lock around every look at the block's bytes.  The block is allocated
  * with the first attribute and freed with the last.  d.blocks counts
  * it, like ext4's i_blocks counts its xattr block.
+ *
+ * MQFS_CACHE_XATTR (user.mqfs.cache) is the cache policy: only its three
+ * values are accepted; new files and directories get their directory's
+ * in the creating transaction; the inode caches it (ip->policy).
  */
 #include <errno.h>
 #include <string.h>
@@ -228,13 +232,92 @@ static int xa_set_locked(struct mqfs_handle *h, struct mqfs_ino *ip,
 	return err;
 }
 
+/* ---- the cache policy ---------------------------------------------------- */
+
+static const char *const xa_policies[] = {
+	[MQFS_CACHE_KERNEL] = "kernel",
+	[MQFS_CACHE_NONE] = "none",
+	[MQFS_CACHE_DONTCACHE] = "dontcache",
+};
+
+static bool xa_is_policy(const char *name)
+{
+	return !strcmp(name, MQFS_CACHE_XATTR);
+}
+
+/* The mode @value names (a trailing NUL or newline allowed), or UNSET. */
+static enum mqfs_cache_mode xa_policy_parse(const char *value, size_t size)
+{
+	while (size && (value[size - 1] == '\0' || value[size - 1] == '\n'))
+		size--;
+	for (unsigned m = MQFS_CACHE_KERNEL; m <= MQFS_CACHE_DONTCACHE; m++)
+		if (strlen(xa_policies[m]) == size &&
+		    !memcmp(xa_policies[m], value, size))
+			return (enum mqfs_cache_mode)m;
+	return MQFS_CACHE_UNSET;
+}
+
+static ssize_t xa_get_locked(struct mqfs_fs *fs, struct mqfs_ino *ip,
+			     const char *name, size_t len, void *value,
+			     size_t size);
+
+enum mqfs_cache_mode mqfs_xattr_policy(struct mqfs_fs *fs,
+				       struct mqfs_ino *ip)
+{
+	uint8_t cached = atomic_load(&ip->policy);
+	enum mqfs_cache_mode m = MQFS_CACHE_UNSET;
+	char v[16];
+	ssize_t n = -ENODATA;
+
+	if (cached)
+		return (enum mqfs_cache_mode)(cached - 1);
+	if (ip->d.xattr_blk)
+		n = xa_get_locked(fs, ip, MQFS_CACHE_XATTR,
+				  strlen(MQFS_CACHE_XATTR), v, sizeof(v));
+	if (n > 0)
+		m = xa_policy_parse(v, (size_t)n);
+	/* An I/O error is not an answer: ask again next time. */
+	if (n >= 0 || n == -ENODATA || n == -ERANGE)
+		atomic_store(&ip->policy, (uint8_t)(m + 1));
+	return m;
+}
+
+int mqfs_xattr_inherit(struct mqfs_handle *h, struct mqfs_ino *dir,
+		       struct mqfs_ino *ip)
+{
+	enum mqfs_cache_mode m;
+	const char *v;
+	int err;
+
+	if (!S_ISREG(ip->d.mode) && !S_ISDIR(ip->d.mode))
+		return 0;
+	m = mqfs_xattr_policy(h->fs, dir);
+	if (m == MQFS_CACHE_UNSET)
+		return 0;
+	v = xa_policies[m];
+	err = xa_set_locked(h, ip, MQFS_CACHE_XATTR, strlen(MQFS_CACHE_XATTR),
+			    v, strlen(v), 0);
+	if (!err)
+		atomic_store(&ip->policy, (uint8_t)(m + 1));
+	return err;
+}
+
+/* ---- set ----------------------------------------------------------------- */
+
 int mqfs_setxattr(struct mqfs_fs *fs, uint64_t ino, const char *name,
 		  const void *value, size_t size, int flags)
 {
+	enum mqfs_cache_mode policy = MQFS_CACHE_UNSET;
 	struct mqfs_handle h;
 	struct mqfs_ino *ip;
 	size_t len;
 	int err = xa_check_name(name, &len), err2;
+
+	if (!err && xa_is_policy(name)) {
+		policy = xa_policy_parse(value, size);
+		if (policy == MQFS_CACHE_UNSET)
+			err = -EINVAL;
+	}
 
 	if (!err && ((flags & ~(XATTR_CREATE | XATTR_REPLACE)) ||
 		     flags == (XATTR_CREATE | XATTR_REPLACE)))
@@ -252,6 +335,8 @@ int mqfs_setxattr(struct mqfs_fs *fs, uint64_t ino, const char *name,
 	err = mqfs_trans_start(fs, XA_CREDITS, &h);
 	if (!err) {
 		err = xa_set_locked(&h, ip, name, len, value, size, flags);
+		if (!err && policy)
+			atomic_store(&ip->policy, (uint8_t)(policy + 1));
 		if (!err) {
 			mqfs_touch(ip, false, false, true);
 			err = mqfs_inode_dirty(&h, ip);
@@ -414,6 +499,8 @@ int mqfs_removexattr(struct mqfs_fs *fs, uint64_t ino, const char *name)
 	err = ip->d.xattr_blk ? mqfs_trans_start(fs, XA_CREDITS, &h) : -ENODATA;
 	if (!err) {
 		err = xa_remove_locked(&h, ip, name, len);
+		if (!err && xa_is_policy(name))
+			atomic_store(&ip->policy, MQFS_CACHE_UNSET + 1);
 		if (!err) {
 			mqfs_touch(ip, false, false, true);
 			err = mqfs_inode_dirty(&h, ip);

@@ -50,9 +50,9 @@ static const char *const ctl_hctx_files[HF_COUNT] = {
 	"dispatched", "run", "requeues", "dispatch_busy", "tags", "io",
 };
 
-enum ctl_fs_file { FF_SPACE, FF_CACHE, FF_JOURNAL, FF_COUNT };
+enum ctl_fs_file { FF_SPACE, FF_CACHE, FF_JOURNAL, FF_DONTCACHE, FF_COUNT };
 static const char *const ctl_fs_files[FF_COUNT] = {
-	"space", "cache", "journal",
+	"space", "cache", "journal", "dontcache",
 };
 
 struct mqfs_ctl_node {
@@ -477,12 +477,40 @@ static void text_hctx(struct mqfs_ctl *c, const struct mqfs_ctl_node *n,
 	}
 }
 
+/* The write-behind and the completion worker that drops its buffers. */
+static void text_fs_dontcache(struct mqfs_ctl *c, struct mqfs_ctl_file *f)
+{
+	struct mqfs_wback_stats w;
+	struct mq_queue_stats s;
+
+	mqfs_get_wback_stats(c->fs, &w);
+	mq_queue_get_stats(c->q, -1, &s);
+	text_add(f, "dirty_bytes %" PRIu64 "\ndirty_limit %" PRIu64
+		 "\nheld_bytes %" PRIu64 "\nheld_peak %" PRIu64
+		 "\nbuffered_bytes %" PRIu64
+		 "\nbuffered_writes %" PRIu64 "\ndirect_writes %" PRIu64
+		 "\nbuffers_dropped %" PRIu64 "\nwrite_batches %" PRIu64
+		 "\nthrottled %" PRIu64 "\n", w.dirty_bytes, w.dirty_limit,
+		 w.held_bytes, w.held_peak, w.buffered_bytes, w.buffered_writes,
+		 w.direct_writes, w.buffers_dropped, w.write_batches,
+		 w.throttled);
+	text_add(f, "worker_runs %" PRIu64 "\nworker_completions %" PRIu64
+		 "\ncompletions_per_run %.1f\nworker_wakeups %" PRIu64
+		 "\nworker_cs %" PRIu64 "\n", s.task_runs, s.task_completions,
+		 s.task_runs ? (double)s.task_completions / s.task_runs : 0.0,
+		 s.task_wakeups, s.task_worker_cs);
+}
+
 static void text_fs(struct mqfs_ctl *c, const struct mqfs_ctl_node *n,
 		    struct mqfs_ctl_file *f)
 {
 	struct mqfs_fs_stats s;
 	struct statvfs sv;
 
+	if (n->file == FF_DONTCACHE) {
+		text_fs_dontcache(c, f);
+		return;
+	}
 	if (n->file == FF_SPACE) {
 		mqfs_statfs(c->fs, &sv);
 		text_add(f, "block_size %lu\nblocks %lu\nblocks_free %lu\n"

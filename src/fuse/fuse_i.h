@@ -33,7 +33,7 @@ struct mqfs_config {
 	char *complete_delay_us;
 	char *stats_path;		/* stats=: report written at unmount */
 	bool plug;			/* handlers run inside a plug */
-	bool direct_io;			/* cache=none */
+	enum mqfs_cache_mode cache;	/* cache=, never UNSET */
 	struct mqfs_mount_opts mount;
 };
 
@@ -110,7 +110,7 @@ struct mqfs_daemon {
 	struct mqfs_fs *fs;
 	struct mqfs_ctl ctl;		/* set up with @fs */
 	bool plug;			/* see mqfs_config */
-	bool direct_io;
+	enum mqfs_cache_mode cache;	/* the mount's; files may differ */
 	unsigned max_background;	/* FUSE background requests */
 	/* Decided by init, read-only afterwards. */
 	bool writeback;			/* kernel writeback cache granted */

@@ -9,6 +9,7 @@
  * an error at unmount, or a mount that went read-only on corruption.
  */
 #include <errno.h>
+#include <inttypes.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
@@ -26,6 +27,7 @@ struct mqfs_run {
 	struct mq_queue *q;
 	int lock_fd;			/* holds the device's flock, or -1 */
 	bool handlers;			/* libfuse's signal handlers set */
+	struct mqfs_wback_stats wback;	/* at unmount, for stats= */
 };
 
 /*
@@ -138,6 +140,14 @@ static void run_write_stats(struct mqfs_run *r)
 	}
 	fprintf(f, "mqfs %s: ", r->cfg.device);
 	mq_queue_stats_print(r->q, f);
+	fprintf(f, "dontcache write-behind: %" PRIu64 " writes (%" PRIu64
+		" bytes) buffered, %" PRIu64 " direct, %" PRIu64
+		" buffers dropped, %" PRIu64 " batches, %" PRIu64
+		" throttled, bound %" PRIu64 " bytes\n",
+		r->wback.buffered_writes, r->wback.buffered_bytes,
+		r->wback.direct_writes, r->wback.buffers_dropped,
+		r->wback.write_batches, r->wback.throttled,
+		r->wback.dirty_limit);
 	fclose(f);
 }
 
@@ -154,6 +164,8 @@ static int run_close(struct mqfs_run *r)
 		r->se = NULL;
 	}
 	if (r->d.fs) {
+		/* The session's destroy wrote everything back already. */
+		mqfs_get_wback_stats(r->d.fs, &r->wback);
 		ret = mqfs_unmount(r->d.fs);
 		if (ret)
 			fprintf(stderr, "mqfs: %s: unmount: %s\n",

@@ -162,7 +162,7 @@ static void op_init(void *userdata, struct fuse_conn_info *conn)
 				  FUSE_CAP_AUTO_INVAL_DATA);
 	conn_want(conn, FUSE_CAP_ASYNC_READ | FUSE_CAP_ASYNC_DIO |
 		  FUSE_CAP_PARALLEL_DIROPS);
-	if (!d->direct_io)
+	if (d->cache == MQFS_CACHE_KERNEL)
 		conn_want(conn, FUSE_CAP_WRITEBACK_CACHE |
 			  FUSE_CAP_CACHE_SYMLINKS);
 	d->writeback = conn->want & FUSE_CAP_WRITEBACK_CACHE;
@@ -498,20 +498,31 @@ static int open_flags(const struct mqfs_daemon *d, int flags)
 }
 
 /*
- * cache=none, or a file opened with O_DIRECT: FOPEN_DIRECT_IO, every read
- * and write comes here and nothing of it stays in the page cache (the
- * kernel writes back and invalidates other openers' cached pages around
- * such I/O).  cache=kernel: the page cache stays valid across opens, as
- * only the kernel changes the data.
+ * The file's own policy (user.mqfs.cache) or the mount's cache= mode;
+ * O_DIRECT always takes the direct way.  none and dontcache:
+ * FOPEN_DIRECT_IO, every read and write comes here and nothing of it
+ * stays in the page cache (the kernel writes back and invalidates other
+ * openers' cached pages around such I/O); dontcache writes then go
+ * through the write-behind.  kernel: the page cache stays valid across
+ * opens, as only the kernel changes the data (written back by the
+ * kernel only on a cache=kernel mount, else written through).
  */
-static void open_reply_info(const struct mqfs_daemon *d,
+static void open_reply_info(struct mqfs_fs *fs, const struct mqfs_daemon *d,
 			    struct fuse_file_info *fi, struct mqfs_file *f)
 {
+	enum mqfs_cache_mode m = mqfs_file_policy(fs, f);
+
+	if (m == MQFS_CACHE_UNSET)
+		m = d->cache;
+	if (fi->flags & O_DIRECT)
+		m = MQFS_CACHE_NONE;
 	fi->fh = (uintptr_t)f;
-	if (d->direct_io || (fi->flags & O_DIRECT))
-		fi->direct_io = 1;
-	else
+	if (m == MQFS_CACHE_KERNEL)
 		fi->keep_cache = 1;
+	else
+		fi->direct_io = 1;
+	if (m == MQFS_CACHE_DONTCACHE)
+		mqfs_file_set_dontcache(f);
 }
 
 /* A control file: its text in the handle, never in the page cache. */
@@ -556,7 +567,7 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		reply_err(req, ret);
 		return;
 	}
-	open_reply_info(o.d, fi, f);
+	open_reply_info(o.fs, o.d, fi, f);
 	if (fuse_reply_open(req, fi))
 		mqfs_release(o.fs, f);
 }
@@ -583,7 +594,7 @@ static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name,
 		reply_err(req, ret);
 		return;
 	}
-	open_reply_info(o.d, fi, f);
+	open_reply_info(o.fs, o.d, fi, f);
 	entry_param(&e, &ep);
 	if (fuse_reply_create(req, &ep, fi)) {
 		mqfs_release(o.fs, f);
@@ -740,11 +751,25 @@ static void op_write_buf(fuse_req_t req, fuse_ino_t ino,
 	free(dst.buf[0].mem);
 }
 
+/*
+ * close() is not a durability point (fsync is), but with write-behind
+ * it writes the file's pending data back and reports a lost write, as
+ * NFS does (close-to-open).
+ */
 static void op_flush(fuse_req_t req, fuse_ino_t ino,
 		     struct fuse_file_info *fi)
 {
-	/* close() is not a durability point; fsync is. */
-	reply_err(req, 0);
+	struct op o;
+	int ret;
+
+	if (ctl_ino(req, ino)) {
+		reply_err(req, 0);
+		return;
+	}
+	op_start(&o, req);
+	ret = mqfs_flush(o.fs, file_of(fi));
+	op_finish(&o);
+	reply_err(req, ret);
 }
 
 static void op_release(fuse_req_t req, fuse_ino_t ino,
@@ -1084,7 +1109,7 @@ void mqfs_daemon_init(struct mqfs_daemon *d, const struct mqfs_config *cfg)
 	unsigned qd = cfg->queue.queue_depth ? cfg->queue.queue_depth : 128;
 
 	*d = (struct mqfs_daemon){
-		.plug = cfg->plug, .direct_io = cfg->direct_io,
+		.plug = cfg->plug, .cache = cfg->cache,
 		/* Enough background reads and writebacks to fill the queue. */
 		.max_background = qd < 16 ? 16 : qd > 1024 ? 1024 : qd,
 	};

@@ -24,7 +24,7 @@ static const char *const tunable_names[MQFS_NR_TUNABLES] = {
 struct opts_raw {
 	char *sched, *queue_depth, *nr_requests, *nr_hw_queues, *plug;
 	char *complete_delay_us, *cache, *errors, *meta_cache, *commit;
-	char *stats;
+	char *stats, *dontcache_dirty;
 	char *tunables[MQFS_NR_TUNABLES];
 	int sqpoll, ro, fsname;
 	char *device;
@@ -45,6 +45,7 @@ static const struct fuse_opt raw_opts[] = {
 	RAW("cache=%s", cache),
 	RAW("errors=%s", errors),
 	RAW("meta_cache=%s", meta_cache),
+	RAW("dontcache_dirty=%s", dontcache_dirty),
 	RAW("commit=%s", commit),
 	RAW("stats=%s", stats),
 	RAW("sqpoll", sqpoll),
@@ -117,7 +118,7 @@ static void raw_free(struct opts_raw *raw)
 			  &raw->nr_hw_queues, &raw->plug,
 			  &raw->complete_delay_us, &raw->cache, &raw->errors,
 			  &raw->meta_cache, &raw->commit, &raw->stats,
-			  &raw->device };
+			  &raw->dontcache_dirty, &raw->device };
 
 	for (size_t i = 0; i < sizeof(strs) / sizeof(strs[0]); i++)
 		free(*strs[i]);
@@ -224,6 +225,19 @@ static int opt_meta_cache(const char *s, uint64_t *out)
 	return 0;
 }
 
+static int opt_dontcache_dirty(const char *s, uint64_t *out)
+{
+	uint64_t v;
+
+	if (!s)
+		return 0;
+	if (parse_u64(s, true, &v) || v < (1u << 20) || v > (64ull << 30))
+		return bad_value("dontcache_dirty", s,
+				 "a size from 1M to 64G, K/M/G suffixes");
+	*out = v;
+	return 0;
+}
+
 /* The queue and the device; 0 or the number of bad options. */
 static int check_queue(const struct opts_raw *raw, struct mqfs_config *cfg)
 {
@@ -254,13 +268,16 @@ static int check_queue(const struct opts_raw *raw, struct mqfs_config *cfg)
 /* The filesystem and the cache mode; 0 or the number of bad options. */
 static int check_fs(const struct opts_raw *raw, struct mqfs_config *cfg)
 {
-	static const char *const caches[] = { "kernel", "none" };
+	/* In the order of enum mqfs_cache_mode, from MQFS_CACHE_KERNEL. */
+	static const char *const caches[] = { "kernel", "none", "dontcache" };
 	static const char *const errs[] = { "remount-ro", "continue" };
 	unsigned cache = 0, errors = 0, commit = 0;
 	int bad = 0;
 
-	bad += !!opt_choice("cache", raw->cache, caches, 2, &cache);
-	cfg->direct_io = cache == 1;
+	bad += !!opt_choice("cache", raw->cache, caches, 3, &cache);
+	cfg->cache = (enum mqfs_cache_mode)(MQFS_CACHE_KERNEL + cache);
+	bad += !!opt_dontcache_dirty(raw->dontcache_dirty,
+				     &cfg->mount.dontcache_dirty_bytes);
 	bad += !!opt_choice("errors", raw->errors, errs, 2, &errors);
 	cfg->mount.errors = errors ? MQFS_ERRORS_CONTINUE
 				   : MQFS_ERRORS_REMOUNT_RO;
@@ -302,7 +319,11 @@ static void usage(FILE *f)
 "  -o plug=0|1                  batch each request's I/O in a plug [1]\n"
 "  -o complete_delay_us=N       completion worker batching delay [1000]\n"
 "  -o sqpoll                    io_uring kernel submission thread [off]\n"
-"  -o cache=kernel|none         page cache with writeback, or direct [kernel]\n"
+"  -o cache=kernel|none|dontcache\n"
+"                               page cache with writeback, direct, or\n"
+"                               uncached write-behind [kernel]; a file's\n"
+"                               user.mqfs.cache xattr overrides it\n"
+"  -o dontcache_dirty=SIZE      write-behind memory bound, K/M/G [64M]\n"
 "  -o ro                        read-only mount [off]\n"
 "  -o errors=remount-ro|continue  on metadata corruption [remount-ro]\n"
 "  -o meta_cache=SIZE           metadata buffer cache, K/M/G [32M]\n"

@@ -1,9 +1,10 @@
 #!/bin/sh
 # SPDX-License-Identifier: MIT
 # fio smoke: the verify jobs of contrib/fio (crc32c on every block) on the
-# mounted filesystem, with cache=kernel and with cache=none; every job
-# must finish without error, having written and read back its data; the
-# daemon exits 0 and the image is fsck-clean afterwards.
+# mounted filesystem, with cache=kernel, cache=none and cache=dontcache
+# (with a small write-behind bound); every job must finish without error,
+# having written and read back its data; the daemon exits 0 and the image
+# is fsck-clean afterwards.
 . "$(dirname "$0")/lib.sh"
 t_init
 command -v fio >/dev/null || t_fail "fio is needed"
@@ -11,8 +12,8 @@ t_mkfs 512M
 JOBS="verify-seqwrite-1m-qd4 verify-randwrite-4k-qd16
       verify-randwrite-64k-qd8-4jobs verify-direct-randwrite-4k-qd16"
 
-for cache in kernel none; do
-	t_mount -o "cache=$cache"
+for cache in kernel none dontcache; do
+	t_mount -o "cache=$cache,dontcache_dirty=4M"
 	mkdir -p "$T_MNT/fio" || t_fail "mkdir"
 	for job in $JOBS; do
 		out=$T_DIR/$job-$cache.json

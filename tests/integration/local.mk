@@ -14,7 +14,8 @@ FUSE_INTEGRATION_TESTS = \
 	tests/integration/fio.sh \
 	tests/integration/mount-t.sh \
 	tests/integration/load.sh \
-	tests/integration/ctl.sh
+	tests/integration/ctl.sh \
+	tests/integration/dontcache.sh
 
 TESTS += $(FUSE_INTEGRATION_TESTS)
 EXTRA_DIST += $(FUSE_INTEGRATION_TESTS) tests/integration/lib.sh \

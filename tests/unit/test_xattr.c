@@ -2,10 +2,13 @@
 /*
  * test_xattr.c - extended attributes (src/fs/xattr.c) through fs.h:
  * round trip, flags, names, size limits, the block's life (allocated
- * with the first attribute, freed with the last or with the inode) and
- * persistence across remount.
+ * with the first attribute, freed with the last or with the inode),
+ * persistence across remount, and the cache policy (user.mqfs.cache):
+ * only its values, inherited at creation, kept across remount.
  */
 #include <check.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/xattr.h>
@@ -277,6 +280,73 @@ START_TEST(test_xattr_drop)
 }
 END_TEST
 
+static enum mqfs_cache_mode tx_policy(struct t_fs *t, uint64_t ino)
+{
+	struct mqfs_file *f;
+	enum mqfs_cache_mode m;
+
+	ck_assert_int_eq(mqfs_open(t->fs, ino, O_RDONLY, &f), 0);
+	m = mqfs_file_policy(t->fs, f);
+	ck_assert_int_eq(mqfs_release(t->fs, f), 0);
+	return m;
+}
+
+static uint64_t tx_make(struct t_fs *t, uint64_t dir, const char *name,
+			mode_t mode)
+{
+	struct mqfs_entry e;
+
+	if (S_ISLNK(mode))
+		ck_assert_int_eq(mqfs_symlink(t->fs, dir, name, "target", 0, 0,
+					      &e), 0);
+	else
+		ck_assert_int_eq(mqfs_mknod(t->fs, dir, name, mode, 0, 0, 0,
+					    &e), 0);
+	mqfs_forget(t->fs, e.ino, 1);
+	return e.ino;
+}
+
+START_TEST(test_cache_policy)
+{
+	struct t_fs t;
+	uint64_t d, sub, f, g, l, late;
+
+	t_fs_make(&t, 32 * T_FS_MIB);
+	d = tx_make(&t, TX_ROOT, "d", S_IFDIR | 0755);
+	ck_assert_int_eq(tx_policy(&t, d), MQFS_CACHE_UNSET);
+	ck_assert_int_eq(mqfs_setxattr(t.fs, d, MQFS_CACHE_XATTR, "fast", 4,
+				       0), -EINVAL);
+	ck_assert_int_eq(mqfs_setxattr(t.fs, d, MQFS_CACHE_XATTR, "", 0, 0),
+			 -EINVAL);
+	ck_assert_int_eq(mqfs_setxattr(t.fs, d, MQFS_CACHE_XATTR,
+				       "dontcache\n", 10, 0), 0);
+	ck_assert_int_eq(tx_policy(&t, d), MQFS_CACHE_DONTCACHE);
+	sub = tx_make(&t, d, "sub", S_IFDIR | 0755);
+	f = tx_make(&t, sub, "f", S_IFREG | 0644);
+	l = tx_make(&t, d, "l", S_IFLNK | 0777);
+	tx_get_eq(&t, sub, MQFS_CACHE_XATTR, "dontcache", 9);
+	ck_assert_int_eq(mqfs_getxattr(t.fs, l, MQFS_CACHE_XATTR, NULL, 0),
+			 -ENODATA);
+	ck_assert_int_eq(mqfs_setxattr(t.fs, sub, MQFS_CACHE_XATTR, "none",
+				       4, 0), 0);
+	g = tx_make(&t, sub, "g", S_IFREG | 0644);
+	t_fs_remount(&t);
+	ck_assert_int_eq(tx_policy(&t, f), MQFS_CACHE_DONTCACHE);
+	ck_assert_int_eq(tx_policy(&t, g), MQFS_CACHE_NONE);
+	ck_assert_int_eq(tx_policy(&t, sub), MQFS_CACHE_NONE);
+	/* Removing it stops inheritance; what was made keeps its own. */
+	ck_assert_int_eq(mqfs_removexattr(t.fs, sub, MQFS_CACHE_XATTR), 0);
+	ck_assert_int_eq(tx_policy(&t, sub), MQFS_CACHE_UNSET);
+	late = tx_make(&t, sub, "late", S_IFREG | 0644);
+	ck_assert_int_eq(tx_policy(&t, late), MQFS_CACHE_UNSET);
+	ck_assert_int_eq(tx_policy(&t, g), MQFS_CACHE_NONE);
+	ck_assert_int_eq(mqfs_setxattr(t.fs, f, MQFS_CACHE_XATTR, "kernel",
+				       6, 0), 0);
+	ck_assert_int_eq(tx_policy(&t, f), MQFS_CACHE_KERNEL);
+	t_fs_destroy(&t);
+}
+END_TEST
+
 static Suite *xattr_suite(void)
 {
 	Suite *s = suite_create("xattr");
@@ -288,6 +358,7 @@ static Suite *xattr_suite(void)
 	tcase_add_test(tc, test_xattr_names);
 	tcase_add_test(tc, test_xattr_limits);
 	tcase_add_test(tc, test_xattr_drop);
+	tcase_add_test(tc, test_cache_policy);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -1,0 +1,852 @@
+// SPDX-License-Identifier: MIT
+/*
+ * wback.c - dontcache write-behind: uncached buffered writes.
+ *
+ * The kernel refuses RWF_DONTCACHE on FUSE files, so a cache=dontcache
+ * file is opened FOPEN_DIRECT_IO (nothing stays in the page cache) and
+ * the semantics are built here, after the kernel's: a write is copied
+ * into a buffer of ours and answered at once; the flusher writes the
+ * buffers back in plugged batches, where adjacent writes merge into large
+ * requests; each buffer is dropped by its bio's end_io, which runs in the
+ * block layer's completion worker (MQ_REQ_COMPLETE_IN_TASK) with its
+ * delayed batching.  The buffers never exceed the mount's bound
+ * (dontcache_dirty): a writer that would pass it waits for a drop.
+ *
+ * A batch runs under the inode's exclusive lock from planning to the
+ * last extent update, so truncate, fallocate and readers (who take the
+ * lock) never see a half-written batch, and nothing else is needed to
+ * order them against it:
+ *   1. the inode's not-yet-submitted entries are taken in offset order;
+ *   2. holes get blocks, inserted as unwritten extents in short handles
+ *      (a crash before step 4 leaves zeroes, never stale blocks);
+ *   3. the data goes out in one plug and the flusher waits for it;
+ *   4. the unwritten extents become written and the size and times are
+ *      journaled - the data is on the device before its mapping commits.
+ * No handle is open while data is in flight.
+ *
+ * Entries stay in the inode's tree until their batch is done.  A reader
+ * or another write that overlaps one, and truncate, fallocate, fsync and
+ * close, first write the inode's entries back (mqfs_wback_sync); a write
+ * of exactly the bytes of an entry not yet submitted replaces its data.
+ * A write-back error (EIO, ENOSPC) loses that write's data, as a failed
+ * page-cache writeback does, and is reported by the next fsync or close.
+ *
+ * Buffers come from a pool of power-of-two classes (4 KiB - 1 MiB) kept
+ * within the bound: a drop returns the buffer to its class, so a steady
+ * stream allocates nothing.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fs_i.h"
+
+#define WB_BS			((uint64_t)MQFS_BLOCK_SIZE)
+#define WB_MASK			(WB_BS - 1)
+#define WB_NR_CLASSES		9u		/* 4 KiB .. 1 MiB */
+#define WB_MAX_WRITE		(WB_BS << (WB_NR_CLASSES - 1))
+#define WB_BIO_BLOCKS		256u		/* 1 MiB per bio */
+#define WB_BATCH_ENTRIES	4096u
+#define WB_DEFAULT_LIMIT	(64ull << 20)
+/* Blocks kept out of reach of write-behind for its own metadata. */
+#define WB_RESERVE_SLACK	1024u
+
+enum wb_state { WB_DIRTY, WB_INFLIGHT };
+
+struct wb_batch;
+
+/* One accepted write: block-aligned bytes [off, off+len) in @buf. */
+struct wb_entry {
+	struct mq_rb_node node;		/* in ip->wb.entries */
+	struct wb_entry *next;		/* in a batch */
+	struct mqfs_ino *ip;
+	uint64_t off;
+	uint32_t len;
+	uint8_t cls;			/* buffer class */
+	uint8_t state;			/* enum wb_state */
+	bool convert;			/* has unwritten blocks to mark */
+	int error;
+	void *buf;
+	struct wb_batch *batch;
+	atomic_uint pending;		/* bios in flight */
+	unsigned nbios, cap;
+	struct mq_bio *bios;
+	struct mq_bio bio1;
+};
+
+/* What one flusher pass writes for one inode. */
+struct wb_batch {
+	struct mqfs_wback *wb;
+	struct wb_entry *head;
+	unsigned pending;		/* entries not yet dropped (wb lock) */
+};
+
+struct mqfs_wback {
+	struct mqfs_fs *fs;
+	pthread_mutex_t lock;
+	pthread_cond_t work;		/* the flusher: queue not empty */
+	pthread_cond_t room;		/* writers: a buffer was dropped */
+	pthread_cond_t done;		/* batch owners: an entry finished */
+	pthread_cond_t idle;		/* sync_all: an inode was finished */
+	struct mq_list_head queue;	/* inodes with work for the flusher */
+	uint64_t limit;			/* dontcache_dirty */
+	uint64_t held;			/* buffer memory: in use + cached */
+	uint64_t in_use;		/* buffers of live entries */
+	uint64_t dirty;			/* bytes of live entries */
+	uint64_t reserved;		/* blocks promised to live entries */
+	void *free_list[WB_NR_CLASSES];	/* cached buffers, linked in place */
+	unsigned active;		/* batches being written */
+	bool stop;
+	pthread_t thread;
+	struct mqfs_wback_stats st;	/* counters (lock) */
+};
+
+/* ---- the buffer pool --------------------------------------------------- */
+
+static unsigned wb_class(uint32_t len)
+{
+	unsigned c = 0;
+
+	while ((WB_BS << c) < len)
+		c++;
+	return c;
+}
+
+static uint64_t wb_class_bytes(unsigned cls)
+{
+	return WB_BS << cls;
+}
+
+/* Give cached buffers back to the C library until @need fits. */
+static void wb_pool_trim_locked(struct mqfs_wback *wb, uint64_t need)
+{
+	for (unsigned c = WB_NR_CLASSES; c-- > 0;) {
+		while (wb->free_list[c] && wb->held + need > wb->limit) {
+			void *p = wb->free_list[c];
+
+			wb->free_list[c] = *(void **)p;
+			free(p);
+			wb->held -= wb_class_bytes(c);
+		}
+	}
+}
+
+/*
+ * A buffer for @e, within the bound: 0, -EAGAIN (wait for a drop) or
+ * -ENOMEM.  One buffer larger than the whole bound is let through when
+ * nothing else is in use, so a tiny bound still makes progress.
+ */
+static int wb_buf_get_locked(struct mqfs_wback *wb, struct wb_entry *e)
+{
+	uint64_t need = wb_class_bytes(e->cls);
+	void *p = wb->free_list[e->cls];
+
+	if (p) {
+		wb->free_list[e->cls] = *(void **)p;
+	} else {
+		if (wb->held + need > wb->limit)
+			wb_pool_trim_locked(wb, need);
+		if (wb->held + need > wb->limit && wb->in_use)
+			return -EAGAIN;
+		if (posix_memalign(&p, MQFS_BLOCK_SIZE, (size_t)need))
+			return -ENOMEM;
+		wb->held += need;
+		wb->st.held_peak = MQ_MAX(wb->st.held_peak, wb->held);
+	}
+	wb->in_use += need;
+	e->buf = p;
+	return 0;
+}
+
+static void wb_buf_put_locked(struct mqfs_wback *wb, struct wb_entry *e)
+{
+	*(void **)e->buf = wb->free_list[e->cls];
+	wb->free_list[e->cls] = e->buf;
+	wb->in_use -= wb_class_bytes(e->cls);
+	e->buf = NULL;
+	pthread_cond_broadcast(&wb->room);
+}
+
+/* ---- the inode's tree of entries --------------------------------------- */
+
+static struct wb_entry *wb_node_entry(struct mq_rb_node *n)
+{
+	return n ? mq_rb_entry(n, struct wb_entry, node) : NULL;
+}
+
+/* The entry overlapping [off, end), if any (entries are disjoint). */
+static struct wb_entry *wb_find_locked(struct mqfs_ino *ip, uint64_t off,
+				       uint64_t end)
+{
+	struct mq_rb_node *n = ip->wb.entries.node;
+	struct wb_entry *best = NULL;
+
+	while (n) {
+		struct wb_entry *e = wb_node_entry(n);
+
+		if (e->off < end) {
+			best = e;
+			n = n->right;
+		} else {
+			n = n->left;
+		}
+	}
+	return best && best->off + best->len > off ? best : NULL;
+}
+
+static void wb_insert_locked(struct mqfs_ino *ip, struct wb_entry *e)
+{
+	struct mq_rb_node **link = &ip->wb.entries.node, *parent = NULL;
+
+	while (*link) {
+		parent = *link;
+		link = e->off < wb_node_entry(parent)->off ? &parent->left :
+							     &parent->right;
+	}
+	mq_rb_link_node(&e->node, parent, link);
+	mq_rb_insert_color(&e->node, &ip->wb.entries);
+}
+
+/* Hand @ip to the flusher (dirty entries, or a pin to drop). */
+static void wb_queue_locked(struct mqfs_wback *wb, struct mqfs_ino *ip)
+{
+	if (ip->wb.queued)
+		return;
+	ip->wb.queued = true;
+	mq_list_add_tail(&ip->wb.qlink, &wb->queue);
+	pthread_cond_signal(&wb->work);
+}
+
+/* ---- accepting a write ------------------------------------------------- */
+
+static struct wb_entry *wb_entry_new(struct mqfs_ino *ip, uint64_t off,
+				     size_t size)
+{
+	struct wb_entry *e = calloc(1, sizeof(*e));
+
+	if (!e)
+		return NULL;
+	e->ip = ip;
+	e->off = off;
+	e->len = (uint32_t)size;
+	e->cls = (uint8_t)wb_class(e->len);
+	e->bios = &e->bio1;
+	e->cap = 1;
+	return e;
+}
+
+static void wb_entry_free(struct wb_entry *e)
+{
+	if (e->bios != &e->bio1)
+		free(e->bios);
+	free(e);
+}
+
+/* Room for @e: space promised and a buffer; may wait.  0 or -errno. */
+static int wb_admit_locked(struct mqfs_wback *wb, struct wb_entry *e)
+{
+	uint64_t blocks = e->len / WB_BS;
+	bool waited = false;
+	int err;
+
+	if (atomic_load(&wb->fs->free_blocks) <
+	    wb->reserved + blocks + WB_RESERVE_SLACK)
+		return -ENOSPC;
+	while ((err = wb_buf_get_locked(wb, e)) == -EAGAIN) {
+		if (!waited)
+			wb->st.throttled++;
+		waited = true;
+		pthread_cond_wait(&wb->room, &wb->lock);
+	}
+	if (err)
+		return err;
+	wb->reserved += blocks;
+	wb->dirty += e->len;
+	return 0;
+}
+
+/* Undo wb_admit_locked (the entry leaves). */
+static void wb_release_locked(struct mqfs_wback *wb, struct wb_entry *e)
+{
+	if (e->buf)
+		wb_buf_put_locked(wb, e);
+	wb->reserved -= e->len / WB_BS;
+	wb->dirty -= e->len;
+}
+
+/*
+ * Put @e in the tree.  False when it overlaps an entry it cannot simply
+ * replace: the caller writes the inode back and tries again.
+ */
+static bool wb_enter_locked(struct mqfs_wback *wb, struct mqfs_ino *ip,
+			    struct wb_entry *e)
+{
+	struct wb_entry *old = wb_find_locked(ip, e->off, e->off + e->len);
+
+	if (old && (old->state != WB_DIRTY || old->off != e->off ||
+		    old->len != e->len))
+		return false;
+	if (old) {			/* a rewrite of pending bytes */
+		void *buf = old->buf;
+		uint8_t cls = old->cls;
+
+		old->buf = e->buf;
+		old->cls = e->cls;
+		e->buf = buf;
+		e->cls = cls;
+		wb_release_locked(wb, e);
+		wb_entry_free(e);
+		return true;
+	}
+	if (!ip->wb.nentries && !ip->wb.pinned) {
+		mqfs_igrab(wb->fs, ip);	/* until the flusher unpins it */
+		ip->wb.pinned = true;
+	}
+	wb_insert_locked(ip, e);
+	ip->wb.nentries++;
+	ip->wb.ndirty++;
+	if (atomic_load(&ip->wb.size) < e->off + e->len)
+		atomic_store(&ip->wb.size, e->off + e->len);
+	wb_queue_locked(wb, ip);
+	return true;
+}
+
+ssize_t mqfs_wback_write(struct mqfs_fs *fs, struct mqfs_ino *ip,
+			 uint64_t off, const void *data, size_t size)
+{
+	struct mqfs_wback *wb = fs->wback;
+	struct wb_entry *e = NULL;
+	int err = -EINVAL;
+
+	if (!((off | size) & WB_MASK) && size && size <= WB_MAX_WRITE &&
+	    off + size <= MQFS_MAX_FILE_BYTES)
+		e = wb_entry_new(ip, off, size);
+	pthread_mutex_lock(&wb->lock);
+	if (e)
+		err = wb_admit_locked(wb, e);
+	if (err) {
+		wb->st.direct_writes++;
+		pthread_mutex_unlock(&wb->lock);
+		if (e)
+			wb_entry_free(e);
+		return 0;
+	}
+	pthread_mutex_unlock(&wb->lock);
+	memcpy(e->buf, data, size);
+	pthread_mutex_lock(&wb->lock);
+	while (!wb_enter_locked(wb, ip, e)) {
+		pthread_mutex_unlock(&wb->lock);
+		mqfs_wback_sync(fs, ip);
+		pthread_mutex_lock(&wb->lock);
+	}
+	wb->st.buffered_writes++;
+	wb->st.buffered_bytes += size;
+	pthread_mutex_unlock(&wb->lock);
+	mqfs_touch(ip, false, true, true);
+	return (ssize_t)size;
+}
+
+/* ---- writing a batch back ---------------------------------------------- */
+
+/* Take up to a batch of @ip's dirty entries, in offset order. */
+static unsigned wb_collect(struct mqfs_wback *wb, struct mqfs_ino *ip,
+			   struct wb_batch *b)
+{
+	struct wb_entry **tail = &b->head;
+	uint64_t bytes = 0;
+	unsigned n = 0;
+
+	pthread_mutex_lock(&wb->lock);
+	for (struct mq_rb_node *nd = mq_rb_first(&ip->wb.entries);
+	     nd && n < WB_BATCH_ENTRIES && bytes < wb->limit / 2;
+	     nd = mq_rb_next(nd)) {
+		struct wb_entry *e = wb_node_entry(nd);
+
+		if (e->state != WB_DIRTY)
+			continue;
+		e->state = WB_INFLIGHT;
+		e->batch = b;
+		*tail = e;
+		tail = &e->next;
+		bytes += e->len;
+		n++;
+	}
+	*tail = NULL;
+	ip->wb.ndirty -= n;
+	b->pending = n;
+	if (n)
+		wb->active++;
+	pthread_mutex_unlock(&wb->lock);
+	return n;
+}
+
+/* Completion worker: the data is on the device (or failed); drop it. */
+static void wb_entry_done(struct wb_entry *e)
+{
+	struct mqfs_wback *wb = e->batch->wb;
+
+	pthread_mutex_lock(&wb->lock);
+	wb_buf_put_locked(wb, e);
+	wb->st.buffers_dropped++;
+	if (--e->batch->pending == 0)
+		pthread_cond_broadcast(&wb->done);
+	pthread_mutex_unlock(&wb->lock);
+}
+
+static void wb_end_io(struct mq_bio *bio)
+{
+	struct wb_entry *e = bio->private;
+
+	if (bio->status) {
+		int none = 0;
+
+		atomic_compare_exchange_strong((atomic_int *)&e->error, &none,
+					       bio->status);
+	}
+	if (atomic_fetch_sub(&e->pending, 1) == 1)
+		wb_entry_done(e);
+}
+
+/* Bios for @n blocks at @pblk from block @boff of the entry's buffer. */
+static int wb_add_bios(struct wb_entry *e, uint64_t pblk, uint64_t boff,
+		       uint32_t n)
+{
+	while (n) {
+		uint32_t k = MQ_MIN(n, WB_BIO_BLOCKS);
+		struct mq_bio *bio;
+
+		if (e->nbios == e->cap) {
+			struct mq_bio *nb = calloc(2 * e->cap, sizeof(*nb));
+
+			if (!nb)
+				return -ENOMEM;
+			memcpy(nb, e->bios, e->nbios * sizeof(*nb));
+			if (e->bios != &e->bio1)
+				free(e->bios);
+			e->bios = nb;
+			e->cap *= 2;
+		}
+		bio = &e->bios[e->nbios++];
+		mq_bio_init(bio, MQ_OP_WRITE, mqfs_blk_to_sector(pblk),
+			    (char *)e->buf + boff * WB_BS, (uint32_t)(k * WB_BS),
+			    wb_end_io, e);
+		bio->flags = MQ_REQ_COMPLETE_IN_TASK | MQ_REQ_DONTCACHE;
+		pblk += k;
+		boff += k;
+		n -= k;
+	}
+	return 0;
+}
+
+/* A handle in which one more extent change fits. */
+struct wb_tx {
+	struct mqfs_fs *fs;
+	struct mqfs_handle h;
+	bool open;
+	unsigned ops, max_ops;
+};
+
+static int wb_tx_stop(struct wb_tx *t)
+{
+	if (!t->open)
+		return 0;
+	t->open = false;
+	return mqfs_trans_stop(&t->h);
+}
+
+static int wb_tx_room(struct wb_tx *t)
+{
+	int err;
+
+	if (t->open && t->ops < t->max_ops)
+		return 0;
+	err = wb_tx_stop(t);
+	if (!err)
+		err = mqfs_trans_start(t->fs, mqfs_file_credits(t->fs,
+								t->max_ops),
+				       &t->h);
+	t->open = !err;
+	t->ops = 0;
+	return err;
+}
+
+/* Blocks for the hole at [lblk, lblk+len): an unwritten extent. */
+static int wb_alloc_hole(struct wb_tx *t, struct mqfs_ino *ip, uint64_t lblk,
+			 uint32_t len, uint64_t *goal, uint64_t *pblk,
+			 uint32_t *got)
+{
+	bool retried = false;
+	int err;
+
+	for (;;) {
+		err = wb_tx_room(t);
+		if (!err)
+			err = mqfs_alloc_blocks(&t->h, *goal, len, pblk, got);
+		if (!err || err != -ENOSPC)
+			break;
+		err = wb_tx_stop(t);
+		if (err || !mqfs_file_retry_enospc(t->fs, -ENOSPC, &retried))
+			return err ? err : -ENOSPC;
+	}
+	if (err)
+		return err;
+	err = mqfs_extent_insert(&t->h, ip, lblk, *pblk, *got,
+				 MQFS_EXT_UNWRITTEN);
+	if (err) {
+		mqfs_free_blocks(&t->h, *pblk, *got);
+		return err;
+	}
+	t->ops++;
+	*goal = *pblk + *got;
+	return 0;
+}
+
+/* Map (allocating holes) the blocks of @e and build its bios. */
+static int wb_plan_entry(struct wb_tx *t, struct mqfs_ino *ip,
+			 struct wb_entry *e, uint64_t *goal)
+{
+	uint64_t first = e->off / WB_BS, n = e->len / WB_BS;
+
+	for (uint64_t i = 0; i < n;) {
+		struct mqfs_map m;
+		uint64_t pblk;
+		uint32_t len;
+		int err = mqfs_extent_map(t->fs, ip, first + i,
+					  (uint32_t)(n - i), &m);
+
+		if (!err && !m.pblk) {
+			if (!*goal)
+				*goal = mqfs_file_goal(t->fs, ip, first + i);
+			err = wb_alloc_hole(t, ip, first + i, m.len, goal,
+					    &pblk, &len);
+			m.pblk = pblk;
+			m.len = len;
+			m.unwritten = true;
+		}
+		if (!err)
+			err = wb_add_bios(e, m.pblk, i, m.len);
+		if (err)
+			return err;
+		e->convert |= m.unwritten;
+		*goal = m.pblk + m.len;
+		i += m.len;
+	}
+	return 0;
+}
+
+/* Plan every entry; one that cannot be planned fails alone. */
+static void wb_plan(struct mqfs_fs *fs, struct mqfs_ino *ip,
+		    struct wb_batch *b)
+{
+	struct wb_tx t = { .fs = fs, .max_ops = mqfs_file_ops_per_handle(fs) };
+	uint64_t goal = 0;
+	int err;
+
+	for (struct wb_entry *e = b->head; e; e = e->next) {
+		e->error = mqfs_fs_writable(fs);
+		if (!e->error)
+			e->error = wb_plan_entry(&t, ip, e, &goal);
+		if (e->error)
+			e->nbios = 0;
+	}
+	err = wb_tx_stop(&t);
+	for (struct wb_entry *e = b->head; err && e; e = e->next)
+		if (!e->error) {
+			e->error = err;
+			e->nbios = 0;
+		}
+}
+
+/* Send every planned bio in one plug; failed entries drop at once. */
+static void wb_submit(struct mqfs_fs *fs, struct wb_batch *b)
+{
+	struct mq_plug plug;
+	unsigned n = 0;
+
+	for (struct wb_entry *e = b->head; e; e = e->next)
+		n += e->nbios;
+	mq_start_plug(&plug, n);
+	for (struct wb_entry *e = b->head, *next; e; e = next) {
+		unsigned nb = e->nbios;
+
+		next = e->next;
+		if (!nb) {
+			wb_entry_done(e);
+			continue;
+		}
+		atomic_store(&e->pending, nb);
+		for (unsigned i = 0; i < nb; i++)
+			mq_submit_bio(fs->q, &e->bios[i]);
+	}
+	mq_finish_plug(&plug);
+}
+
+static void wb_wait(struct mqfs_wback *wb, struct wb_batch *b)
+{
+	mq_flush_plug();	/* an outer plug (the caller's) holds them */
+	pthread_mutex_lock(&wb->lock);
+	while (b->pending)
+		pthread_cond_wait(&wb->done, &wb->lock);
+	pthread_mutex_unlock(&wb->lock);
+}
+
+/*
+ * The data is on the device: mark the unwritten blocks written (adjacent
+ * entries as one range), then the size and times, in short handles.
+ */
+static int wb_finish(struct mqfs_fs *fs, struct mqfs_ino *ip,
+		     struct wb_batch *b)
+{
+	struct wb_tx t = { .fs = fs, .max_ops = mqfs_file_ops_per_handle(fs) };
+	uint64_t end = ip->d.size;
+	int err = 0, err2;
+
+	for (struct wb_entry *e = b->head; e; e = e->next) {
+		uint64_t start = e->off, stop = e->off + e->len;
+
+		end = MQ_MAX(end, stop);
+		if (e->error || !e->convert)
+			continue;
+		while (e->next && !e->next->error && e->next->convert &&
+		       e->next->off == stop) {
+			e = e->next;
+			stop = e->off + e->len;
+		}
+		end = MQ_MAX(end, stop);
+		err = wb_tx_room(&t);
+		if (!err)
+			err = mqfs_extent_mark_written(&t.h, ip,
+						       start / WB_BS,
+						       (uint32_t)((stop - start) /
+								  WB_BS));
+		if (err)
+			break;
+		t.ops++;
+	}
+	/* Every data handle has a credit for the inode; else one of its own. */
+	if (!err && !t.open) {
+		err = mqfs_trans_start(fs, 1, &t.h);
+		t.open = !err;
+	}
+	if (!err) {
+		ip->d.size = end;
+		err = mqfs_inode_dirty(&t.h, ip);
+	}
+	err2 = wb_tx_stop(&t);
+	return err ? err : err2;
+}
+
+/* The batch is over: entries leave the tree; errors go to the inode. */
+static void wb_retire(struct mqfs_wback *wb, struct mqfs_ino *ip,
+		      struct wb_batch *b, int err)
+{
+	struct wb_entry *e, *next;
+
+	pthread_mutex_lock(&wb->lock);
+	for (e = b->head; e; e = next) {
+		next = e->next;
+		if (!ip->wb.error)
+			ip->wb.error = e->error ? e->error : err;
+		mq_rb_erase(&e->node, &ip->wb.entries);
+		ip->wb.nentries--;
+		wb_release_locked(wb, e);
+		wb_entry_free(e);
+	}
+	if (!ip->wb.nentries) {
+		atomic_store(&ip->wb.size, 0);
+		if (ip->wb.pinned)
+			wb_queue_locked(wb, ip);	/* to unpin it */
+	}
+	wb->st.write_batches++;
+	wb->active--;
+	pthread_cond_broadcast(&wb->idle);
+	pthread_mutex_unlock(&wb->lock);
+}
+
+/* One batch of @ip's dirty entries (ip->lock held exclusively); false
+ * when there was nothing to write. */
+static bool wb_run_batch(struct mqfs_fs *fs, struct mqfs_ino *ip)
+{
+	struct mqfs_wback *wb = fs->wback;
+	struct wb_batch b = { .wb = wb };
+	int err;
+
+	if (!wb_collect(wb, ip, &b))
+		return false;
+	wb_plan(fs, ip, &b);
+	wb_submit(fs, &b);
+	wb_wait(wb, &b);
+	err = wb_finish(fs, ip, &b);
+	wb_retire(wb, ip, &b, err);
+	return true;
+}
+
+/* ---- the flusher --------------------------------------------------------- */
+
+/* Write one batch of @ip, then drop its pin if it has nothing left. */
+static void wb_flush_inode(struct mqfs_wback *wb, struct mqfs_ino *ip)
+{
+	bool unpin;
+
+	mqfs_file_lock(ip, true);
+	wb_run_batch(wb->fs, ip);
+	pthread_rwlock_unlock(&ip->lock);
+	pthread_mutex_lock(&wb->lock);
+	unpin = !ip->wb.nentries && ip->wb.pinned;
+	if (unpin)
+		ip->wb.pinned = false;
+	else if (ip->wb.ndirty)
+		wb_queue_locked(wb, ip);
+	pthread_mutex_unlock(&wb->lock);
+	if (unpin)
+		mqfs_iput(wb->fs, ip);
+}
+
+static void *wb_flusher(void *arg)
+{
+	struct mqfs_wback *wb = arg;
+
+	pthread_mutex_lock(&wb->lock);
+	for (;;) {
+		struct mqfs_ino *ip;
+
+		if (mq_list_empty(&wb->queue)) {
+			if (wb->stop)
+				break;
+			pthread_cond_wait(&wb->work, &wb->lock);
+			continue;
+		}
+		ip = mq_list_first_entry(&wb->queue, struct mqfs_ino, wb.qlink);
+		mq_list_del_init(&ip->wb.qlink);
+		ip->wb.queued = false;
+		wb->active++;		/* sync_all waits for this inode too */
+		pthread_mutex_unlock(&wb->lock);
+		wb_flush_inode(wb, ip);
+		pthread_mutex_lock(&wb->lock);
+		wb->active--;
+		pthread_cond_broadcast(&wb->idle);
+	}
+	pthread_mutex_unlock(&wb->lock);
+	return NULL;
+}
+
+/* ---- waiting for the write-behind -------------------------------------- */
+
+bool mqfs_wback_pending(struct mqfs_ino *ip)
+{
+	return atomic_load(&ip->wb.size) != 0;
+}
+
+bool mqfs_wback_conflict(struct mqfs_fs *fs, struct mqfs_ino *ip,
+			 uint64_t off, uint64_t len)
+{
+	struct mqfs_wback *wb = fs->wback;
+	bool hit;
+
+	if (!mqfs_wback_pending(ip))
+		return false;
+	/* Past the on-disk size, pending writes decide what reads back. */
+	if (off + len > ip->d.size)
+		return true;
+	pthread_mutex_lock(&wb->lock);
+	hit = wb_find_locked(ip, off, off + len) != NULL;
+	pthread_mutex_unlock(&wb->lock);
+	return hit;
+}
+
+void mqfs_wback_sync_locked(struct mqfs_fs *fs, struct mqfs_ino *ip)
+{
+	while (wb_run_batch(fs, ip))
+		;
+}
+
+void mqfs_wback_sync(struct mqfs_fs *fs, struct mqfs_ino *ip)
+{
+	if (!mqfs_wback_pending(ip))
+		return;
+	mqfs_file_lock(ip, true);
+	mqfs_wback_sync_locked(fs, ip);
+	pthread_rwlock_unlock(&ip->lock);
+}
+
+void mqfs_wback_sync_all(struct mqfs_fs *fs)
+{
+	struct mqfs_wback *wb = fs->wback;
+
+	pthread_mutex_lock(&wb->lock);
+	while (wb->dirty || wb->active)
+		pthread_cond_wait(&wb->idle, &wb->lock);
+	pthread_mutex_unlock(&wb->lock);
+}
+
+int mqfs_wback_take_error(struct mqfs_fs *fs, struct mqfs_ino *ip)
+{
+	struct mqfs_wback *wb = fs->wback;
+	int err;
+
+	pthread_mutex_lock(&wb->lock);
+	err = ip->wb.error;
+	ip->wb.error = 0;
+	pthread_mutex_unlock(&wb->lock);
+	return err;
+}
+
+/* ---- set-up and figures ------------------------------------------------ */
+
+int mqfs_wback_create(struct mqfs_fs *fs, uint64_t limit_bytes)
+{
+	struct mqfs_wback *wb = calloc(1, sizeof(*wb));
+
+	if (!wb)
+		return -ENOMEM;
+	wb->fs = fs;
+	wb->limit = limit_bytes ? limit_bytes : WB_DEFAULT_LIMIT;
+	pthread_mutex_init(&wb->lock, NULL);
+	pthread_cond_init(&wb->work, NULL);
+	pthread_cond_init(&wb->room, NULL);
+	pthread_cond_init(&wb->done, NULL);
+	pthread_cond_init(&wb->idle, NULL);
+	mq_list_init(&wb->queue);
+	fs->wback = wb;
+	if (pthread_create(&wb->thread, NULL, wb_flusher, wb)) {
+		fs->wback = NULL;
+		free(wb);
+		return -EAGAIN;
+	}
+	return 0;
+}
+
+void mqfs_wback_destroy(struct mqfs_fs *fs)
+{
+	struct mqfs_wback *wb = fs->wback;
+
+	if (!wb)
+		return;
+	pthread_mutex_lock(&wb->lock);
+	wb->stop = true;
+	pthread_cond_signal(&wb->work);
+	pthread_mutex_unlock(&wb->lock);
+	pthread_join(wb->thread, NULL);
+	MQ_ASSERT(!wb->in_use && !wb->active);
+	wb->limit = 0;
+	wb_pool_trim_locked(wb, 1);
+	pthread_cond_destroy(&wb->idle);
+	pthread_cond_destroy(&wb->done);
+	pthread_cond_destroy(&wb->room);
+	pthread_cond_destroy(&wb->work);
+	pthread_mutex_destroy(&wb->lock);
+	free(wb);
+	fs->wback = NULL;
+}
+
+void mqfs_get_wback_stats(struct mqfs_fs *fs, struct mqfs_wback_stats *out)
+{
+	struct mqfs_wback *wb = fs->wback;
+
+	pthread_mutex_lock(&wb->lock);
+	*out = wb->st;
+	out->dirty_bytes = wb->dirty;
+	out->dirty_limit = wb->limit;
+	out->held_bytes = wb->held;
+	pthread_mutex_unlock(&wb->lock);
+}
