@@ -2,8 +2,9 @@
 # SPDX-License-Identifier: MIT
 # The main job on an embedded default: build, make a 1 GiB image file,
 # mount it with mqfs (mq-deadline, direct I/O), run a short fio job on the
-# mounted path, unmount, and show the scheduler's statistics for the
-# whole mount and a clean fsck.  Everything is removed at the end.
+# mounted path, write a file uncached through a dontcache directory,
+# unmount, and show the scheduler's statistics for the whole mount and a
+# clean fsck.  Everything is removed at the end.
 set -eu
 cd "$(dirname "$0")/../.."
 sh contrib/scripts/build.sh

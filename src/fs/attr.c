@@ -175,7 +175,7 @@ int mqfs_open(struct mqfs_fs *fs, uint64_t ino, int flags,
 		err = mqfs_fs_writable(fs);
 	if (!err && (flags & O_TRUNC) && S_ISREG(ip->d.mode))
 		err = attr_open_trunc(fs, ip);
-	f = err ? NULL : malloc(sizeof(*f));
+	f = err ? NULL : calloc(1, sizeof(*f));
 	if (!err && !f)
 		err = -ENOMEM;
 	if (err) {

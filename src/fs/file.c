@@ -667,14 +667,9 @@ void mqfs_write(struct mqfs_fs *fs, struct mqfs_file *f, uint64_t off,
 		done(arg, err);
 		return;
 	}
-	if (f->dontcache && !(f->flags & (O_DSYNC | O_SYNC))) {
-		ssize_t n = mqfs_wback_write(fs, f->ip, off, data, size);
-
-		if (n > 0) {
-			done(arg, n);
-			return;
-		}
-	}
+	if (f->dontcache && !(f->flags & (O_DSYNC | O_SYNC)) &&
+	    mqfs_wback_write(fs, f->ip, off, data, size, done, arg))
+		return;
 	/* The direct way must not be overtaken by older write-behind. */
 	mqfs_wback_sync(fs, f->ip);
 	if (file_write_fast(fs, f, off, data, size, done, arg))

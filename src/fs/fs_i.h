@@ -8,9 +8,9 @@
  *   inode rwlocks (ascending inode number)
  *   -> transaction handle (journal commit rwlock, shared)
  *   -> AG lock -> inode-cache lock -> buffer lock -> buffer-cache lock.
- * The write-behind lock (wback.c) is taken with no inode lock needed and
- * is held only around its own lists; under it only the inode-cache lock
- * (to pin an inode) and the inode's meta_lock are taken.
+ * The write-behind lock (wback.c) nests inside inode locks and is held
+ * only around its own lists; under it only the inode-cache lock (to pin
+ * an inode) is taken.
  * The commit takes the commit rwlock exclusively and never an inode lock.
  */
 #ifndef MQFS_FS_I_H
@@ -439,11 +439,14 @@ int mqfs_wback_create(struct mqfs_fs *fs, uint64_t limit_bytes);
 /* Write everything back, stop the flusher, free the buffers. */
 void mqfs_wback_destroy(struct mqfs_fs *fs);
 /*
- * Take a write: @size when queued, 0 when it must go the direct way
- * (unaligned, too large, space short, O_DSYNC is the caller's test).
+ * Take a write: answer it through @done (before this returns; @data is
+ * read until then) and return true; or return false, having done
+ * nothing, when it must go the direct way (unaligned, too large, space
+ * short; O_SYNC/O_DSYNC is the caller's test).
  */
-ssize_t mqfs_wback_write(struct mqfs_fs *fs, struct mqfs_ino *ip,
-			 uint64_t off, const void *data, size_t size);
+bool mqfs_wback_write(struct mqfs_fs *fs, struct mqfs_ino *ip, uint64_t off,
+		      const void *data, size_t size, mqfs_write_done_t done,
+		      void *arg);
 /* Pending write-behind on @ip (a hint, no lock). */
 bool mqfs_wback_pending(struct mqfs_ino *ip);
 /* A read of [off, off+len) needs the pending data written first

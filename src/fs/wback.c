@@ -47,11 +47,16 @@
 #define WB_MAX_WRITE		(WB_BS << (WB_NR_CLASSES - 1))
 #define WB_BIO_BLOCKS		256u		/* 1 MiB per bio */
 #define WB_BATCH_ENTRIES	4096u
+#define WB_FLUSH_ROUNDS		8u		/* batches per flusher turn */
 #define WB_DEFAULT_LIMIT	(64ull << 20)
 /* Blocks kept out of reach of write-behind for its own metadata. */
 #define WB_RESERVE_SLACK	1024u
 
-enum wb_state { WB_DIRTY, WB_INFLIGHT };
+/*
+ * FILLING: in the tree and answered, its data being copied in (a batch
+ * waits for it); DIRTY: ready; INFLIGHT: in a batch.
+ */
+enum wb_state { WB_FILLING, WB_DIRTY, WB_INFLIGHT };
 
 struct wb_batch;
 
@@ -88,6 +93,7 @@ struct mqfs_wback {
 	pthread_cond_t room;		/* writers: a buffer was dropped */
 	pthread_cond_t done;		/* batch owners: an entry finished */
 	pthread_cond_t idle;		/* sync_all: an inode was finished */
+	pthread_cond_t filled;		/* batches: an entry was filled */
 	struct mq_list_head queue;	/* inodes with work for the flusher */
 	uint64_t limit;			/* dontcache_dirty */
 	uint64_t held;			/* buffer memory: in use + cached */
@@ -275,66 +281,74 @@ static void wb_release_locked(struct mqfs_wback *wb, struct wb_entry *e)
 }
 
 /*
- * Put @e in the tree.  False when it overlaps an entry it cannot simply
- * replace: the caller writes the inode back and tries again.
+ * Put @e in the tree, FILLING; or, when it rewrites exactly the bytes of
+ * an entry not yet submitted, mark that one FILLING instead and let @e
+ * go.  The entry to copy the data into, or NULL when @e overlaps an
+ * entry it cannot take the place of: the caller writes the inode back
+ * and tries again.
  */
-static bool wb_enter_locked(struct mqfs_wback *wb, struct mqfs_ino *ip,
-			    struct wb_entry *e)
+static struct wb_entry *wb_enter_locked(struct mqfs_wback *wb,
+					struct mqfs_ino *ip,
+					struct wb_entry *e)
 {
 	struct wb_entry *old = wb_find_locked(ip, e->off, e->off + e->len);
 
 	if (old && (old->state != WB_DIRTY || old->off != e->off ||
 		    old->len != e->len))
-		return false;
+		return NULL;
 	if (old) {			/* a rewrite of pending bytes */
-		void *buf = old->buf;
-		uint8_t cls = old->cls;
-
-		old->buf = e->buf;
-		old->cls = e->cls;
-		e->buf = buf;
-		e->cls = cls;
+		old->state = WB_FILLING;
 		wb_release_locked(wb, e);
 		wb_entry_free(e);
-		return true;
+		return old;
 	}
 	if (!ip->wb.nentries && !ip->wb.pinned) {
 		mqfs_igrab(wb->fs, ip);	/* until the flusher unpins it */
 		ip->wb.pinned = true;
 	}
+	e->state = WB_FILLING;
 	wb_insert_locked(ip, e);
 	ip->wb.nentries++;
 	ip->wb.ndirty++;
 	if (atomic_load(&ip->wb.size) < e->off + e->len)
 		atomic_store(&ip->wb.size, e->off + e->len);
-	wb_queue_locked(wb, ip);
-	return true;
+	return e;
 }
 
-ssize_t mqfs_wback_write(struct mqfs_fs *fs, struct mqfs_ino *ip,
-			 uint64_t off, const void *data, size_t size)
+/* The direct way for this write (@e, if any, was not admitted). */
+static bool wb_decline(struct mqfs_wback *wb, struct wb_entry *e)
+{
+	wb->st.direct_writes++;
+	pthread_mutex_unlock(&wb->lock);
+	if (e)
+		wb_entry_free(e);
+	return false;
+}
+
+/*
+ * The reply goes before the copy: the request's data stays valid until
+ * the handler returns, and the entry is already in the tree (FILLING),
+ * so a read, fsync or overlapping write that comes meanwhile waits for
+ * the copy.  The kernel serialises direct writes to one file, so the
+ * next one reaches another daemon thread while this one copies.
+ */
+bool mqfs_wback_write(struct mqfs_fs *fs, struct mqfs_ino *ip, uint64_t off,
+		      const void *data, size_t size, mqfs_write_done_t done,
+		      void *arg)
 {
 	struct mqfs_wback *wb = fs->wback;
-	struct wb_entry *e = NULL;
-	int err = -EINVAL;
+	struct wb_entry *e = NULL, *to;
 
 	if (!((off | size) & WB_MASK) && size && size <= WB_MAX_WRITE &&
 	    off + size <= MQFS_MAX_FILE_BYTES)
 		e = wb_entry_new(ip, off, size);
+	/* A throttled writer sleeps: nothing may wait in its plug (and the
+	 * flush must come first: a synchronous end_io takes wb->lock). */
+	mq_flush_plug();
 	pthread_mutex_lock(&wb->lock);
-	if (e)
-		err = wb_admit_locked(wb, e);
-	if (err) {
-		wb->st.direct_writes++;
-		pthread_mutex_unlock(&wb->lock);
-		if (e)
-			wb_entry_free(e);
-		return 0;
-	}
-	pthread_mutex_unlock(&wb->lock);
-	memcpy(e->buf, data, size);
-	pthread_mutex_lock(&wb->lock);
-	while (!wb_enter_locked(wb, ip, e)) {
+	if (!e || wb_admit_locked(wb, e))
+		return wb_decline(wb, e);
+	while (!(to = wb_enter_locked(wb, ip, e))) {
 		pthread_mutex_unlock(&wb->lock);
 		mqfs_wback_sync(fs, ip);
 		pthread_mutex_lock(&wb->lock);
@@ -343,25 +357,42 @@ ssize_t mqfs_wback_write(struct mqfs_fs *fs, struct mqfs_ino *ip,
 	wb->st.buffered_bytes += size;
 	pthread_mutex_unlock(&wb->lock);
 	mqfs_touch(ip, false, true, true);
-	return (ssize_t)size;
+	done(arg, (ssize_t)size);
+	memcpy(to->buf, data, size);
+	pthread_mutex_lock(&wb->lock);
+	to->state = WB_DIRTY;
+	pthread_cond_broadcast(&wb->filled);
+	wb_queue_locked(wb, ip);
+	pthread_mutex_unlock(&wb->lock);
+	return true;
 }
 
 /* ---- writing a batch back ---------------------------------------------- */
 
-/* Take up to a batch of @ip's dirty entries, in offset order. */
+/*
+ * Take up to a batch of @ip's dirty entries, in offset order: a quarter
+ * of the bound, so with two batches in flight writers still have half.
+ */
 static unsigned wb_collect(struct mqfs_wback *wb, struct mqfs_ino *ip,
 			   struct wb_batch *b)
 {
 	struct wb_entry **tail = &b->head;
 	uint64_t bytes = 0;
 	unsigned n = 0;
+	struct mq_rb_node *nd;
 
 	pthread_mutex_lock(&wb->lock);
-	for (struct mq_rb_node *nd = mq_rb_first(&ip->wb.entries);
-	     nd && n < WB_BATCH_ENTRIES && bytes < wb->limit / 2;
-	     nd = mq_rb_next(nd)) {
+	nd = mq_rb_first(&ip->wb.entries);
+	while (nd && n < WB_BATCH_ENTRIES && bytes < wb->limit / 4) {
 		struct wb_entry *e = wb_node_entry(nd);
 
+		if (e->state == WB_FILLING) {
+			/* A copy of microseconds; @nd stays (only batches,
+			 * under ip->lock, remove entries). */
+			pthread_cond_wait(&wb->filled, &wb->lock);
+			continue;
+		}
+		nd = mq_rb_next(nd);
 		if (e->state != WB_DIRTY)
 			continue;
 		e->state = WB_INFLIGHT;
@@ -591,8 +622,39 @@ static void wb_wait(struct mqfs_wback *wb, struct wb_batch *b)
 }
 
 /*
- * The data is on the device: mark the unwritten blocks written (adjacent
- * entries as one range), then the size and times, in short handles.
+ * Mark the unwritten extents of blocks [lblk, end) written, one extent
+ * change per op: a range may cover many (a fragmented allocation), and
+ * each is a split or merge that needs its credits.
+ */
+static int wb_mark_range(struct wb_tx *t, struct mqfs_ino *ip, uint64_t lblk,
+			 uint64_t end)
+{
+	while (lblk < end) {
+		struct mqfs_map m;
+		int err = mqfs_extent_map(t->fs, ip, lblk,
+					  (uint32_t)MQ_MIN(end - lblk,
+							   (uint64_t)UINT32_MAX),
+					  &m);
+
+		if (!err && m.pblk && m.unwritten) {
+			err = wb_tx_room(t);
+			if (!err)
+				err = mqfs_extent_mark_written(&t->h, ip, lblk,
+							       m.len);
+			t->ops++;
+		}
+		if (err)
+			return err;
+		lblk += m.len;
+	}
+	return 0;
+}
+
+/*
+ * The data is on the device: mark its unwritten blocks written (adjacent
+ * entries as one range), then the size and times, in short handles.  A
+ * failed entry still counts for the size, as a failed page-cache
+ * writeback does: its blocks read as zeroes.
  */
 static int wb_finish(struct mqfs_fs *fs, struct mqfs_ino *ip,
 		     struct wb_batch *b)
@@ -601,7 +663,7 @@ static int wb_finish(struct mqfs_fs *fs, struct mqfs_ino *ip,
 	uint64_t end = ip->d.size;
 	int err = 0, err2;
 
-	for (struct wb_entry *e = b->head; e; e = e->next) {
+	for (struct wb_entry *e = b->head; e && !err; e = e->next) {
 		uint64_t start = e->off, stop = e->off + e->len;
 
 		end = MQ_MAX(end, stop);
@@ -613,15 +675,7 @@ static int wb_finish(struct mqfs_fs *fs, struct mqfs_ino *ip,
 			stop = e->off + e->len;
 		}
 		end = MQ_MAX(end, stop);
-		err = wb_tx_room(&t);
-		if (!err)
-			err = mqfs_extent_mark_written(&t.h, ip,
-						       start / WB_BS,
-						       (uint32_t)((stop - start) /
-								  WB_BS));
-		if (err)
-			break;
-		t.ops++;
+		err = wb_mark_range(&t, ip, start / WB_BS, stop / WB_BS);
 	}
 	/* Every data handle has a credit for the inode; else one of its own. */
 	if (!err && !t.open) {
@@ -663,40 +717,81 @@ static void wb_retire(struct mqfs_wback *wb, struct mqfs_ino *ip,
 	pthread_mutex_unlock(&wb->lock);
 }
 
-/* One batch of @ip's dirty entries (ip->lock held exclusively); false
- * when there was nothing to write. */
-static bool wb_run_batch(struct mqfs_fs *fs, struct mqfs_ino *ip)
+/* Take a batch of @ip's dirty entries and send it; false: none. */
+static bool wb_start(struct mqfs_fs *fs, struct mqfs_ino *ip,
+		     struct wb_batch *b)
 {
-	struct mqfs_wback *wb = fs->wback;
-	struct wb_batch b = { .wb = wb };
+	*b = (struct wb_batch){ .wb = fs->wback };
+	if (!wb_collect(fs->wback, ip, b))
+		return false;
+	wb_plan(fs, ip, b);
+	wb_submit(fs, b);
+	return true;
+}
+
+/* Wait for a batch, map what it wrote, let its entries go. */
+static void wb_end(struct mqfs_fs *fs, struct mqfs_ino *ip, struct wb_batch *b)
+{
 	int err;
 
-	if (!wb_collect(wb, ip, &b))
-		return false;
-	wb_plan(fs, ip, &b);
-	wb_submit(fs, &b);
-	wb_wait(wb, &b);
-	err = wb_finish(fs, ip, &b);
-	wb_retire(wb, ip, &b, err);
-	return true;
+	wb_wait(fs->wback, b);
+	err = wb_finish(fs, ip, b);
+	wb_retire(fs->wback, ip, b, err);
+}
+
+/*
+ * Write @ip's dirty entries back (ip->lock held exclusively), @rounds
+ * batches at most (0: until none is left), two at a time: the next batch
+ * is planned and sent while the one before is in flight, so the device
+ * does not idle through a batch's completion delay and its finish.  The
+ * batches are disjoint (entries in the tree never overlap), so their
+ * order on the device does not matter.  False when there was nothing.
+ */
+static bool wb_write_back(struct mqfs_fs *fs, struct mqfs_ino *ip,
+			  unsigned rounds)
+{
+	struct wb_batch b[2], *prev = NULL;
+	unsigned n = 0;
+
+	for (;;) {
+		struct wb_batch *cur = &b[n & 1];
+		bool started = (!rounds || n < rounds) && wb_start(fs, ip, cur);
+
+		if (prev)
+			wb_end(fs, ip, prev);
+		if (!started)
+			return n > 0;
+		prev = cur;
+		n++;
+	}
 }
 
 /* ---- the flusher --------------------------------------------------------- */
 
-/* Write one batch of @ip, then drop its pin if it has nothing left. */
+/*
+ * Write a few batches of @ip (then other inodes get their turn), and
+ * drop its pin if it has nothing left.
+ */
 static void wb_flush_inode(struct mqfs_wback *wb, struct mqfs_ino *ip)
 {
 	bool unpin;
 
 	mqfs_file_lock(ip, true);
-	wb_run_batch(wb->fs, ip);
+	wb_write_back(wb->fs, ip, WB_FLUSH_ROUNDS);
 	pthread_rwlock_unlock(&ip->lock);
 	pthread_mutex_lock(&wb->lock);
 	unpin = !ip->wb.nentries && ip->wb.pinned;
-	if (unpin)
+	if (unpin) {
+		/* Another thread's batch may have queued it again meanwhile:
+		 * the queue must not keep an inode we no longer hold. */
 		ip->wb.pinned = false;
-	else if (ip->wb.ndirty)
+		if (ip->wb.queued) {
+			mq_list_del_init(&ip->wb.qlink);
+			ip->wb.queued = false;
+		}
+	} else if (ip->wb.ndirty) {
 		wb_queue_locked(wb, ip);
+	}
 	pthread_mutex_unlock(&wb->lock);
 	if (unpin)
 		mqfs_iput(wb->fs, ip);
@@ -745,8 +840,9 @@ bool mqfs_wback_conflict(struct mqfs_fs *fs, struct mqfs_ino *ip,
 
 	if (!mqfs_wback_pending(ip))
 		return false;
-	/* Past the on-disk size, pending writes decide what reads back. */
-	if (off + len > ip->d.size)
+	/* Between the on-disk size and the size pending writes give, a
+	 * read would stop short: the data must be written back first. */
+	if (off + len > ip->d.size && off < atomic_load(&ip->wb.size))
 		return true;
 	pthread_mutex_lock(&wb->lock);
 	hit = wb_find_locked(ip, off, off + len) != NULL;
@@ -756,8 +852,7 @@ bool mqfs_wback_conflict(struct mqfs_fs *fs, struct mqfs_ino *ip,
 
 void mqfs_wback_sync_locked(struct mqfs_fs *fs, struct mqfs_ino *ip)
 {
-	while (wb_run_batch(fs, ip))
-		;
+	wb_write_back(fs, ip, 0);
 }
 
 void mqfs_wback_sync(struct mqfs_fs *fs, struct mqfs_ino *ip)
@@ -806,6 +901,7 @@ int mqfs_wback_create(struct mqfs_fs *fs, uint64_t limit_bytes)
 	pthread_cond_init(&wb->room, NULL);
 	pthread_cond_init(&wb->done, NULL);
 	pthread_cond_init(&wb->idle, NULL);
+	pthread_cond_init(&wb->filled, NULL);
 	mq_list_init(&wb->queue);
 	fs->wback = wb;
 	if (pthread_create(&wb->thread, NULL, wb_flusher, wb)) {
@@ -827,9 +923,11 @@ void mqfs_wback_destroy(struct mqfs_fs *fs)
 	pthread_cond_signal(&wb->work);
 	pthread_mutex_unlock(&wb->lock);
 	pthread_join(wb->thread, NULL);
-	MQ_ASSERT(!wb->in_use && !wb->active);
+	MQ_ASSERT(!wb->in_use && !wb->active && !wb->dirty && !wb->reserved);
 	wb->limit = 0;
 	wb_pool_trim_locked(wb, 1);
+	MQ_ASSERT(!wb->held);
+	pthread_cond_destroy(&wb->filled);
 	pthread_cond_destroy(&wb->idle);
 	pthread_cond_destroy(&wb->done);
 	pthread_cond_destroy(&wb->room);

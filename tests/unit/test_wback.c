@@ -7,8 +7,10 @@
  * writes, truncate and punch against a reference copy, remounts, a power
  * cut after fsync (everything there) and without it (no block ever
  * shows bytes that were not written to it), the memory bound under four
- * writers, EIO and ENOSPC reported by fsync and close and nothing lost
- * that was answered otherwise.
+ * writers, files created, written, closed and unlinked by four threads
+ * while the flusher works, plain opens bypassing it, EIO and ENOSPC
+ * reported by fsync and close and nothing lost that was answered
+ * otherwise.
  *
  * Failures name the step and the seed (T_WBACK_SEED reruns).
  */
@@ -445,6 +447,91 @@ START_TEST(test_bound_four_writers)
 }
 END_TEST
 
+/*
+ * Files come and go while the flusher works: write, read back (which
+ * writes back in this thread), close, unlink, from four threads.  The
+ * flusher's queue and pins must never keep a freed inode (ASan run).
+ */
+struct t_churn {
+	struct mqfs_fs *fs;
+	unsigned id;
+	int err;
+};
+
+static void *t_churn_run(void *arg)
+{
+	struct t_churn *c = arg;
+	uint8_t buf[2 * T_BS], got[2 * T_BS];
+
+	for (unsigned i = 0; i < 200 && !c->err; i++) {
+		char name[32];
+		struct mqfs_entry e;
+		struct mqfs_file *f;
+
+		snprintf(name, sizeof(name), "churn%u.%u", c->id, i);
+		t_fill(buf, sizeof(buf), i, c->id);
+		c->err = mqfs_mknod(c->fs, MQFS_ROOT_INO, name, S_IFREG | 0644,
+				    0, 0, 0, &e);
+		if (!c->err)
+			c->err = mqfs_open(c->fs, e.ino, O_RDWR, &f);
+		if (c->err)
+			break;
+		mqfs_forget(c->fs, e.ino, 1);
+		mqfs_file_set_dontcache(f);
+		if (t_write(c->fs, f, 0, buf, sizeof(buf)) != sizeof(buf) ||
+		    (i & 1 && (t_read(c->fs, f, 0, got, sizeof(got)) !=
+			       sizeof(got) || memcmp(got, buf, sizeof(got)))))
+			c->err = -EIO;
+		if (!c->err && i % 3)
+			c->err = mqfs_flush(c->fs, f);
+		mqfs_release(c->fs, f);
+		if (!c->err)
+			c->err = mqfs_unlink(c->fs, MQFS_ROOT_INO, name);
+	}
+	return NULL;
+}
+
+START_TEST(test_churn_unlink)
+{
+	struct t_churn c[4];
+	pthread_t th[4];
+	struct t_fs t;
+
+	t_fs_make(&t, T_SIZE);
+	for (unsigned i = 0; i < 4; i++) {
+		c[i] = (struct t_churn){ .fs = t.fs, .id = i };
+		ck_assert_int_eq(pthread_create(&th[i], NULL, t_churn_run,
+						&c[i]), 0);
+	}
+	for (unsigned i = 0; i < 4; i++) {
+		pthread_join(th[i], NULL);
+		ck_assert_msg(c[i].err == 0, "thread %u: %d", i, c[i].err);
+	}
+	t_fs_destroy(&t);
+}
+END_TEST
+
+/* Only opens marked dontcache use the write-behind. */
+START_TEST(test_plain_open_writes_direct)
+{
+	uint8_t buf[T_BS];
+	struct mqfs_wback_stats st;
+	struct mqfs_file *f;
+	struct t_fs t;
+
+	t_fs_make(&t, T_SIZE);
+	f = t_open(t.fs, t_create(t.fs, MQFS_ROOT_INO, "p"), false);
+	t_fill(buf, T_BS, 0, 4);
+	for (unsigned i = 0; i < 16; i++)
+		ck_assert_int_eq(t_write(t.fs, f, i * T_BS, buf, T_BS), T_BS);
+	mqfs_get_wback_stats(t.fs, &st);
+	ck_assert_uint_eq(st.buffered_writes, 0);
+	ck_assert_uint_eq(st.held_peak, 0);
+	mqfs_release(t.fs, f);
+	t_fs_destroy(&t);
+}
+END_TEST
+
 /* ---- errors ----------------------------------------------------------------- */
 
 /* Where the file's first block lives, for an EIO rule over its data. */
@@ -562,6 +649,8 @@ static Suite *wback_suite(void)
 	tcase_add_test(tc, test_crash_after_fsync);
 	tcase_add_test(tc, test_crash_without_fsync);
 	tcase_add_test(tc, test_bound_four_writers);
+	tcase_add_test(tc, test_churn_unlink);
+	tcase_add_test(tc, test_plain_open_writes_direct);
 	tcase_add_test(tc, test_eio_reported_once);
 	tcase_add_test(tc, test_enospc);
 	suite_add_tcase(s, tc);
