@@ -2,6 +2,7 @@
 EXTRA_DIST += \
 	contrib/bench/blk-mechanisms \
 	contrib/bench/compare \
+	contrib/bench/dontcache \
 	contrib/bench/fs-vs-raw \
 	contrib/bench/uring-vs-fio \
 	contrib/fio/compare-fill.fio \
@@ -12,6 +13,16 @@ EXTRA_DIST += \
 	contrib/fio/compare-seqwrite-128k-qd128.fio \
 	contrib/fio/compare-showcase-randread-4k-qd1-2writers.fio \
 	contrib/fio/compare-write-128k-qd1-buffered.fio \
+	contrib/fio/dontcache-A.fio \
+	contrib/fio/dontcache-A-direct.fio \
+	contrib/fio/dontcache-B.fio \
+	contrib/fio/dontcache-B-direct.fio \
+	contrib/fio/dontcache-C.fio \
+	contrib/fio/dontcache-C-direct.fio \
+	contrib/fio/dontcache-D.fio \
+	contrib/fio/dontcache-D-direct.fio \
+	contrib/fio/dontcache-F.fio \
+	contrib/fio/dontcache-F-direct.fio \
 	contrib/scripts/build.sh \
 	contrib/scripts/demo.sh \
 	contrib/scripts/setup-debian.sh \
