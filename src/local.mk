@@ -25,6 +25,7 @@ libmqfs_a_SOURCES += \
 	%reldir%/fs/journal.c \
 	%reldir%/fs/mkfs.c \
 	%reldir%/fs/namei.c \
+	%reldir%/fs/readahead.c \
 	%reldir%/fs/super.c \
 	%reldir%/fs/wback.c \
 	%reldir%/fs/xattr.c

@@ -195,11 +195,13 @@ static void file_aio_complete(struct file_aio *a)
 	int err = atomic_load(&a->error);
 
 	mqfs_ino_dio_end(a->ip);
-	if (a->is_write)
+	if (a->is_write) {
+		mqfs_ino_data_changed(a->ip);
 		a->write_done(a->arg, err ? err : (ssize_t)a->len);
-	else
+	} else {
 		a->read_done(a->arg, err ? NULL : a->buf + a->skew,
 			     err ? err : (ssize_t)a->len);
+	}
 	file_aio_free(a);
 }
 
@@ -293,6 +295,17 @@ static int file_read_map(struct mqfs_fs *fs, struct file_aio *a,
 
 void mqfs_read(struct mqfs_fs *fs, struct mqfs_file *f, uint64_t off,
 	       size_t size, mqfs_read_done_t done, void *arg)
+{
+	if (f->dontcache && mqfs_ra_serve(fs, f, off, size, done, arg))
+		return;
+	mqfs_file_read_device(fs, f, off, size, done, arg);
+	if (f->dontcache)
+		mqfs_ra_advance(fs, f, off, size);
+}
+
+void mqfs_file_read_device(struct mqfs_fs *fs, struct mqfs_file *f,
+			   uint64_t off, size_t size, mqfs_read_done_t done,
+			   void *arg)
 {
 	struct mqfs_ino *ip = f->ip;
 	struct file_aio *a;
@@ -662,11 +675,13 @@ void mqfs_write(struct mqfs_fs *fs, struct mqfs_file *f, uint64_t off,
 		void *arg)
 {
 	int err = mqfs_fs_writable(fs);
+	ssize_t n;
 
 	if (err || !size) {
 		done(arg, err);
 		return;
 	}
+	mqfs_ino_data_changed(f->ip);
 	if (f->dontcache && !(f->flags & (O_DSYNC | O_SYNC)) &&
 	    mqfs_wback_write(fs, f->ip, off, data, size, done, arg))
 		return;
@@ -674,7 +689,9 @@ void mqfs_write(struct mqfs_fs *fs, struct mqfs_file *f, uint64_t off,
 	mqfs_wback_sync(fs, f->ip);
 	if (file_write_fast(fs, f, off, data, size, done, arg))
 		return;
-	done(arg, file_write_slow(fs, f, off, data, size));
+	n = file_write_slow(fs, f, off, data, size);
+	mqfs_ino_data_changed(f->ip);
+	done(arg, n);
 }
 
 int mqfs_fsync(struct mqfs_fs *fs, uint64_t ino, bool datasync)
@@ -825,6 +842,7 @@ int mqfs_file_truncate(struct mqfs_fs *fs, struct mqfs_ino *ip, uint64_t size)
 	if (size > MQFS_MAX_FILE_BYTES)
 		return -EFBIG;
 	mqfs_ino_dio_wait(ip);
+	mqfs_ino_data_changed(ip);
 	/* Bytes past the new end must read as zeroes if it grows again. */
 	if (size < old && size & FILE_MASK) {
 		err = file_zero_partial(fs, ip, size,
@@ -995,6 +1013,7 @@ int mqfs_fallocate(struct mqfs_fs *fs, uint64_t ino, int mode, uint64_t off,
 	mqfs_file_lock(ip, true);
 	mqfs_wback_sync_locked(fs, ip);
 	mqfs_ino_dio_wait(ip);
+	mqfs_ino_data_changed(ip);
 	if (base == FALLOC_FL_PUNCH_HOLE) {
 		err = file_punch(fs, ip, off, len);
 	} else if (base == FALLOC_FL_ZERO_RANGE) {

@@ -272,6 +272,8 @@ struct mqfs_ino {
 	unsigned dio_count;
 	struct mqfs_dir_index *dir_index;	/* dir.c's cache, or NULL */
 	struct mqfs_wb_ino wb;			/* wback.c's */
+	/* Bumped by every data change: read-ahead windows go stale. */
+	atomic_uint_fast64_t data_gen;
 	/* The user.mqfs.cache policy + 1; 0 until xattr.c has read it. */
 	_Atomic uint8_t policy;
 	struct mqfs_ino *hash_next;
@@ -394,10 +396,30 @@ int mqfs_xattr_inherit(struct mqfs_handle *h, struct mqfs_ino *dir,
 
 /* ---- file data (file.c) ------------------------------------------------- */
 
+/* One read-ahead window: [off, off+len) of the file in @buf. */
+struct mqfs_ra_win {
+	int state;
+	void *buf;
+	uint64_t off;
+	size_t len;
+	bool eof;			/* the file ends inside it */
+	uint64_t gen;			/* ip->data_gen when it was read */
+};
+
+/* An open file's read-ahead (readahead.c), under @lock. */
+struct mqfs_ra {
+	pthread_mutex_t lock;
+	pthread_cond_t cond;		/* a window's read came back */
+	uint64_t next;			/* where a sequential read goes on */
+	unsigned streak;		/* sequential reads in a row */
+	struct mqfs_ra_win win[2];	/* the one being read from, the next */
+};
+
 struct mqfs_file {
 	struct mqfs_ino *ip;
 	int flags;			/* open(2) flags */
-	bool dontcache;			/* writes go through the write-behind */
+	bool dontcache;			/* write-behind and read-ahead */
+	struct mqfs_ra ra;
 };
 
 /*
@@ -412,6 +434,15 @@ int mqfs_file_truncate(struct mqfs_fs *fs, struct mqfs_ino *ip,
 		       uint64_t size);
 /* Free every block of an inode being deleted (its own handles). */
 int mqfs_file_free_all(struct mqfs_fs *fs, struct mqfs_ino *ip);
+/* mqfs_read without the read-ahead window: from the device. */
+void mqfs_file_read_device(struct mqfs_fs *fs, struct mqfs_file *f,
+			   uint64_t off, size_t size, mqfs_read_done_t done,
+			   void *arg);
+/* The data of @ip changes (before the change and before its answer). */
+static inline void mqfs_ino_data_changed(struct mqfs_ino *ip)
+{
+	atomic_fetch_add(&ip->data_gen, 1);
+}
 /*
  * Take ip->lock; a thread that must sleep for it flushes its plug first
  * (the holder may wait for bios in that plug).
@@ -425,6 +456,18 @@ uint64_t mqfs_file_goal(struct mqfs_fs *fs, struct mqfs_ino *ip,
 			uint64_t lblk);
 /* -ENOSPC with blocks waiting for a checkpoint: wait for it, once. */
 bool mqfs_file_retry_enospc(struct mqfs_fs *fs, int err, bool *retried);
+
+/* ---- read-ahead of dontcache files (readahead.c) ------------------------ */
+
+void mqfs_ra_init(struct mqfs_ra *ra);
+/* Wait for the window's read, free it (close). */
+void mqfs_ra_release(struct mqfs_ra *ra);
+/* Answer a read from @f's window (true), or leave it (false). */
+bool mqfs_ra_serve(struct mqfs_fs *fs, struct mqfs_file *f, uint64_t off,
+		   size_t size, mqfs_read_done_t done, void *arg);
+/* A read went to the device: when reads follow on, start a window. */
+void mqfs_ra_advance(struct mqfs_fs *fs, struct mqfs_file *f, uint64_t off,
+		     size_t size);
 
 /*
  * ---- dontcache write-behind (wback.c) ------------------------------------

@@ -357,6 +357,7 @@ bool mqfs_wback_write(struct mqfs_fs *fs, struct mqfs_ino *ip, uint64_t off,
 	wb->st.buffered_bytes += size;
 	pthread_mutex_unlock(&wb->lock);
 	mqfs_touch(ip, false, true, true);
+	mqfs_ino_data_changed(ip);
 	done(arg, (ssize_t)size);
 	memcpy(to->buf, data, size);
 	pthread_mutex_lock(&wb->lock);

@@ -1,0 +1,223 @@
+// SPDX-License-Identifier: MIT
+/*
+ * readahead.c - the read-ahead windows of dontcache files.
+ *
+ * A dontcache file keeps nothing in the page cache (FOPEN_DIRECT_IO), so
+ * the kernel reads nothing ahead: every read(2) of a sequential reader
+ * waits for the device.  Each open file gets up to two windows instead:
+ * once reads follow each other, the next stretch of the file (four
+ * reads' worth, 256 KiB to 2 MiB) is read from the device, and while the
+ * reader is answered from one window the one after it is being read, as
+ * the kernel's async read-ahead does.  The windows are the only data
+ * kept after a reply; each is dropped when consumed, when the reader
+ * goes elsewhere, and at close.
+ *
+ * Staleness: every change of an inode's data (a write, at its start and
+ * again before it is answered; truncate and fallocate, under the
+ * exclusive lock once in-flight reads have drained) bumps ip->data_gen.
+ * A window is served only if the generation is the one it was started
+ * at, so a write that overlapped its life in any way discards it; one
+ * that ended before it started is on the device (direct ways) or would
+ * be found pending - and no window starts while the inode has
+ * write-behind pending.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fs_i.h"
+
+#define RA_MIN		(256u << 10)
+#define RA_MAX		(2u << 20)
+#define RA_PER_READ	4u		/* a window: this many reads */
+
+enum { RA_NONE, RA_READING, RA_READY };
+
+void mqfs_ra_init(struct mqfs_ra *ra)
+{
+	memset(ra, 0, sizeof(*ra));
+	pthread_mutex_init(&ra->lock, NULL);
+	pthread_cond_init(&ra->cond, NULL);
+}
+
+static void ra_drop(struct mqfs_ra_win *w)
+{
+	free(w->buf);
+	w->buf = NULL;
+	w->state = RA_NONE;
+}
+
+void mqfs_ra_release(struct mqfs_ra *ra)
+{
+	pthread_mutex_lock(&ra->lock);
+	for (unsigned i = 0; i < 2; i++) {
+		while (ra->win[i].state == RA_READING)
+			pthread_cond_wait(&ra->cond, &ra->lock);
+		ra_drop(&ra->win[i]);
+	}
+	pthread_mutex_unlock(&ra->lock);
+	pthread_cond_destroy(&ra->cond);
+	pthread_mutex_destroy(&ra->lock);
+}
+
+struct ra_fill {
+	struct mqfs_ra *ra;
+	struct mqfs_ra_win *w;
+};
+
+/* A window's device read is back (any thread, maybe before the call
+ * that started it returned). */
+static void ra_fill_done(void *arg, const void *data, ssize_t res)
+{
+	struct ra_fill *fl = arg;
+	struct mqfs_ra *ra = fl->ra;
+	struct mqfs_ra_win *w = fl->w;
+
+	pthread_mutex_lock(&ra->lock);
+	if (res > 0) {
+		memcpy(w->buf, data, (size_t)res);
+		w->eof = (size_t)res < w->len;
+		w->len = (size_t)res;
+		w->state = RA_READY;
+	} else {
+		ra_drop(w);	/* EOF, or an error the reader will meet */
+	}
+	pthread_cond_broadcast(&ra->cond);
+	pthread_mutex_unlock(&ra->lock);
+	free(fl);
+}
+
+/* The window holding [off, off+size) (or all of it up to EOF), if any. */
+static struct mqfs_ra_win *ra_find(struct mqfs_ra *ra, uint64_t off,
+				   size_t size)
+{
+	for (unsigned i = 0; i < 2; i++) {
+		struct mqfs_ra_win *w = &ra->win[i];
+
+		if (w->state != RA_NONE && off >= w->off &&
+		    off < w->off + w->len &&
+		    (off + size <= w->off + w->len || w->eof))
+			return w;
+	}
+	return NULL;
+}
+
+/*
+ * Claim a free window after everything read or being read ahead, for a
+ * reader of @size: the fill to start once ra->lock is dropped, or NULL.
+ */
+static struct ra_fill *ra_prepare(struct mqfs_ra *ra, struct mqfs_ino *ip,
+				  size_t size)
+{
+	size_t len = MQ_MIN(MQ_MAX((size_t)RA_MIN, size * RA_PER_READ),
+			    (size_t)RA_MAX);
+	uint64_t start = ra->next;
+	struct mqfs_ra_win *w = NULL;
+	struct ra_fill *fl;
+
+	for (unsigned i = 0; i < 2; i++) {
+		struct mqfs_ra_win *x = &ra->win[i];
+
+		if (x->state == RA_NONE)
+			w = x;
+		else if (x->eof)
+			return NULL;	/* the file ends in a window */
+		else
+			start = MQ_MAX(start, x->off + x->len);
+	}
+	if (!w || mqfs_wback_pending(ip))
+		return NULL;
+	fl = malloc(sizeof(*fl));
+	w->buf = fl ? malloc(len) : NULL;
+	if (!w->buf) {
+		free(fl);
+		return NULL;
+	}
+	*fl = (struct ra_fill){ .ra = ra, .w = w };
+	*w = (struct mqfs_ra_win){ .state = RA_READING, .buf = w->buf,
+				   .off = start, .len = len,
+				   .gen = atomic_load(&ip->data_gen) };
+	return fl;
+}
+
+static void ra_start(struct mqfs_fs *fs, struct mqfs_file *f,
+		     struct ra_fill *fl)
+{
+	if (fl)
+		mqfs_file_read_device(fs, f, fl->w->off, fl->w->len,
+				      ra_fill_done, fl);
+}
+
+/* Answer from @w if it is current: bytes answered, or -1. */
+static ssize_t ra_answer(struct mqfs_ra_win *w, struct mqfs_ino *ip,
+			 uint64_t off, size_t size, mqfs_read_done_t done,
+			 void *arg)
+{
+	ssize_t n = -1;
+
+	mqfs_file_lock(ip, false);	/* the size, against truncate */
+	if (w->gen == atomic_load(&ip->data_gen)) {
+		uint64_t end = MQ_MIN(MQ_MIN(off + size, w->off + w->len),
+				      MQ_MAX(ip->d.size, off));
+
+		n = (ssize_t)(end - off);
+		done(arg, (const char *)w->buf + (off - w->off), n);
+	}
+	pthread_rwlock_unlock(&ip->lock);
+	return n;
+}
+
+/* Wait for the window of [off, off+size) if it is being read. */
+static struct mqfs_ra_win *ra_wait(struct mqfs_ra *ra, uint64_t off,
+				   size_t size)
+{
+	struct mqfs_ra_win *w;
+
+	while ((w = ra_find(ra, off, size)) && w->state == RA_READING)
+		pthread_cond_wait(&ra->cond, &ra->lock);
+	return w;
+}
+
+bool mqfs_ra_serve(struct mqfs_fs *fs, struct mqfs_file *f, uint64_t off,
+		   size_t size, mqfs_read_done_t done, void *arg)
+{
+	struct mqfs_ra *ra = &f->ra;
+	struct ra_fill *fl = NULL;
+	struct mqfs_ra_win *w;
+	ssize_t n = -1;
+
+	pthread_mutex_lock(&ra->lock);
+	w = ra_wait(ra, off, size);
+	if (w)
+		n = ra_answer(w, f->ip, off, size, done, arg);
+	if (n >= 0) {
+		ra->next = off + (uint64_t)n;
+		if (ra->next >= w->off + w->len)
+			ra_drop(w);		/* used up */
+		if (n > 0)
+			fl = ra_prepare(ra, f->ip, size);
+	} else {
+		/* Stale, or the reader went elsewhere: ready ones go. */
+		for (unsigned i = 0; i < 2; i++)
+			if (ra->win[i].state == RA_READY)
+				ra_drop(&ra->win[i]);
+	}
+	pthread_mutex_unlock(&ra->lock);
+	ra_start(fs, f, fl);
+	return n >= 0;
+}
+
+void mqfs_ra_advance(struct mqfs_fs *fs, struct mqfs_file *f, uint64_t off,
+		     size_t size)
+{
+	struct mqfs_ra *ra = &f->ra;
+	struct ra_fill *fl = NULL;
+
+	pthread_mutex_lock(&ra->lock);
+	ra->streak = off == ra->next ? ra->streak + 1 : 0;
+	ra->next = off + size;
+	if (ra->streak)
+		fl = ra_prepare(ra, f->ip, size);
+	pthread_mutex_unlock(&ra->lock);
+	ra_start(fs, f, fl);
+}
