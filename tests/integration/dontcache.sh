@@ -102,6 +102,10 @@ for f in stream/a stream/sub/b plain/c; do
 		t_fail "dd $f"
 done
 sync
+head -c 32M "$T_DIR/src" >"$T_DIR/src32"
+for f in stream/a stream/sub/b plain/c; do
+	cmp "$T_DIR/src32" "$T_MNT/$f" || t_fail "$f reads back wrong"
+done
 [ "$(pages "$T_MNT/stream/a")" = 0 ] || t_fail "stream/a is cached"
 [ "$(pages "$T_MNT/stream/sub/b")" = 0 ] || t_fail "stream/sub/b is cached"
 [ "$(pages "$T_MNT/plain/c")" -gt 0 ] || t_fail "plain/c is not cached"
