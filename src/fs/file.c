@@ -296,11 +296,16 @@ static int file_read_map(struct mqfs_fs *fs, struct file_aio *a,
 void mqfs_read(struct mqfs_fs *fs, struct mqfs_file *f, uint64_t off,
 	       size_t size, mqfs_read_done_t done, void *arg)
 {
-	if (f->dontcache && mqfs_ra_serve(fs, f, off, size, done, arg))
-		return;
+	struct mqfs_ra_fill *fl = NULL;
+
+	if (f->dontcache) {
+		if (mqfs_ra_serve(fs, f, off, size, done, arg))
+			return;
+		fl = mqfs_ra_note(f, off, size);
+	}
+	/* Once this is answered only a claimed window keeps @f alive. */
 	mqfs_file_read_device(fs, f, off, size, done, arg);
-	if (f->dontcache)
-		mqfs_ra_advance(fs, f, off, size);
+	mqfs_ra_start(fs, f, fl);
 }
 
 void mqfs_file_read_device(struct mqfs_fs *fs, struct mqfs_file *f,

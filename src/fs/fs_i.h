@@ -465,9 +465,18 @@ void mqfs_ra_release(struct mqfs_ra *ra);
 /* Answer a read from @f's window (true), or leave it (false). */
 bool mqfs_ra_serve(struct mqfs_fs *fs, struct mqfs_file *f, uint64_t off,
 		   size_t size, mqfs_read_done_t done, void *arg);
-/* A read went to the device: when reads follow on, start a window. */
-void mqfs_ra_advance(struct mqfs_fs *fs, struct mqfs_file *f, uint64_t off,
-		     size_t size);
+/*
+ * A read goes to the device: note it, and when reads follow on claim a
+ * window to read ahead (NULL: none).  Call it before the read is sent:
+ * the reply may let the front end release @f, and release waits for a
+ * claimed window, which keeps @f alive for mqfs_ra_start.
+ */
+struct mqfs_ra_fill;
+struct mqfs_ra_fill *mqfs_ra_note(struct mqfs_file *f, uint64_t off,
+				  size_t size);
+/* Start reading a claimed window (NULL: nothing). */
+void mqfs_ra_start(struct mqfs_fs *fs, struct mqfs_file *f,
+		   struct mqfs_ra_fill *fl);
 
 /*
  * ---- dontcache write-behind (wback.c) ------------------------------------

@@ -60,7 +60,7 @@ void mqfs_ra_release(struct mqfs_ra *ra)
 	pthread_mutex_destroy(&ra->lock);
 }
 
-struct ra_fill {
+struct mqfs_ra_fill {
 	struct mqfs_ra *ra;
 	struct mqfs_ra_win *w;
 };
@@ -69,7 +69,7 @@ struct ra_fill {
  * that started it returned). */
 static void ra_fill_done(void *arg, const void *data, ssize_t res)
 {
-	struct ra_fill *fl = arg;
+	struct mqfs_ra_fill *fl = arg;
 	struct mqfs_ra *ra = fl->ra;
 	struct mqfs_ra_win *w = fl->w;
 
@@ -106,14 +106,14 @@ static struct mqfs_ra_win *ra_find(struct mqfs_ra *ra, uint64_t off,
  * Claim a free window after everything read or being read ahead, for a
  * reader of @size: the fill to start once ra->lock is dropped, or NULL.
  */
-static struct ra_fill *ra_prepare(struct mqfs_ra *ra, struct mqfs_ino *ip,
+static struct mqfs_ra_fill *ra_prepare(struct mqfs_ra *ra, struct mqfs_ino *ip,
 				  size_t size)
 {
 	size_t len = MQ_MIN(MQ_MAX((size_t)RA_MIN, size * RA_PER_READ),
 			    (size_t)RA_MAX);
 	uint64_t start = ra->next;
 	struct mqfs_ra_win *w = NULL;
-	struct ra_fill *fl;
+	struct mqfs_ra_fill *fl;
 
 	for (unsigned i = 0; i < 2; i++) {
 		struct mqfs_ra_win *x = &ra->win[i];
@@ -133,15 +133,15 @@ static struct ra_fill *ra_prepare(struct mqfs_ra *ra, struct mqfs_ino *ip,
 		free(fl);
 		return NULL;
 	}
-	*fl = (struct ra_fill){ .ra = ra, .w = w };
+	*fl = (struct mqfs_ra_fill){ .ra = ra, .w = w };
 	*w = (struct mqfs_ra_win){ .state = RA_READING, .buf = w->buf,
 				   .off = start, .len = len,
 				   .gen = atomic_load(&ip->data_gen) };
 	return fl;
 }
 
-static void ra_start(struct mqfs_fs *fs, struct mqfs_file *f,
-		     struct ra_fill *fl)
+void mqfs_ra_start(struct mqfs_fs *fs, struct mqfs_file *f,
+		   struct mqfs_ra_fill *fl)
 {
 	if (fl)
 		mqfs_file_read_device(fs, f, fl->w->off, fl->w->len,
@@ -182,7 +182,7 @@ bool mqfs_ra_serve(struct mqfs_fs *fs, struct mqfs_file *f, uint64_t off,
 		   size_t size, mqfs_read_done_t done, void *arg)
 {
 	struct mqfs_ra *ra = &f->ra;
-	struct ra_fill *fl = NULL;
+	struct mqfs_ra_fill *fl = NULL;
 	struct mqfs_ra_win *w;
 	ssize_t n = -1;
 
@@ -203,15 +203,15 @@ bool mqfs_ra_serve(struct mqfs_fs *fs, struct mqfs_file *f, uint64_t off,
 				ra_drop(&ra->win[i]);
 	}
 	pthread_mutex_unlock(&ra->lock);
-	ra_start(fs, f, fl);
+	mqfs_ra_start(fs, f, fl);	/* @f lives: release waits for it */
 	return n >= 0;
 }
 
-void mqfs_ra_advance(struct mqfs_fs *fs, struct mqfs_file *f, uint64_t off,
-		     size_t size)
+struct mqfs_ra_fill *mqfs_ra_note(struct mqfs_file *f, uint64_t off,
+				  size_t size)
 {
 	struct mqfs_ra *ra = &f->ra;
-	struct ra_fill *fl = NULL;
+	struct mqfs_ra_fill *fl = NULL;
 
 	pthread_mutex_lock(&ra->lock);
 	ra->streak = off == ra->next ? ra->streak + 1 : 0;
@@ -219,5 +219,5 @@ void mqfs_ra_advance(struct mqfs_fs *fs, struct mqfs_file *f, uint64_t off,
 	if (ra->streak)
 		fl = ra_prepare(ra, f->ip, size);
 	pthread_mutex_unlock(&ra->lock);
-	ra_start(fs, f, fl);
+	return fl;
 }
