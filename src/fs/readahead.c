@@ -12,6 +12,10 @@
  * kept after a reply; each is dropped when consumed, when the reader
  * goes elsewhere, and at close.
  *
+ * Locking: ra->lock is taken by the reaper (a window's read completing),
+ * so it is never held while waiting for anything that needs I/O to
+ * complete - no inode lock is taken under it.
+ *
  * Staleness: every change of an inode's data (a write, at its start and
  * again before it is answered; truncate and fallocate, under the
  * exclusive lock once in-flight reads have drained) bumps ip->data_gen.
@@ -148,22 +152,23 @@ void mqfs_ra_start(struct mqfs_fs *fs, struct mqfs_file *f,
 				      ra_fill_done, fl);
 }
 
-/* Answer from @w if it is current: bytes answered, or -1. */
+/*
+ * Answer from @w if it is current: bytes answered, or -1.  No inode lock
+ * (ra->lock is held, and the reaper may need it while the holder of the
+ * inode lock waits for I/O): the window was clipped at EOF when it was
+ * read, and the generation says nothing changed since - a truncate
+ * racing with this read may come after it.
+ */
 static ssize_t ra_answer(struct mqfs_ra_win *w, struct mqfs_ino *ip,
 			 uint64_t off, size_t size, mqfs_read_done_t done,
 			 void *arg)
 {
-	ssize_t n = -1;
+	ssize_t n;
 
-	mqfs_file_lock(ip, false);	/* the size, against truncate */
-	if (w->gen == atomic_load(&ip->data_gen)) {
-		uint64_t end = MQ_MIN(MQ_MIN(off + size, w->off + w->len),
-				      MQ_MAX(ip->d.size, off));
-
-		n = (ssize_t)(end - off);
-		done(arg, (const char *)w->buf + (off - w->off), n);
-	}
-	pthread_rwlock_unlock(&ip->lock);
+	if (w->gen != atomic_load(&ip->data_gen))
+		return -1;
+	n = (ssize_t)(MQ_MIN(off + size, w->off + w->len) - off);
+	done(arg, (const char *)w->buf + (off - w->off), n);
 	return n;
 }
 

@@ -5,7 +5,8 @@
 #   page in the page cache (fincore) before or after reading it back, and
 #   the buffers never passed the bound (held_peak in .mqfs/fs/dontcache);
 # - four concurrent writers (mqfs-load, io_uring qd 16) under an 8 MiB
-#   bound: the bound holds, writers were throttled, data verifies;
+#   bound: the bound holds, writers were throttled, data verifies; then
+#   mixed reads and writes at qd 32 on one file finish;
 # - data fsynced before the daemon is killed (SIGKILL) is there after the
 #   next mount; the image is fsck-clean;
 # - user.mqfs.cache on a directory of a cache=kernel mount: files made
@@ -54,6 +55,12 @@ throttled=$(dc throttled)
 "$LOAD" -m read -f buffered -e io_uring -q 8 -b 64k -j 4 -s 48m \
 	--verify "$T_MNT/w" >"$T_DIR/load.out" 2>&1 ||
 	{ cat "$T_DIR/load.out"; t_fail "four files verify"; }
+# Mixed sequential reads and writes at depth on one file: read-ahead
+# windows, write-behind batches and the reaper all meet (this hung once:
+# a window answered under the inode lock the flusher held).
+timeout 60 "$LOAD" -m rw --mix 50 -f buffered -e io_uring -q 32 -b 64k \
+	-s 48m -t 3 --loops "$T_MNT/w.0" >"$T_DIR/load.out" 2>&1 ||
+	{ cat "$T_DIR/load.out"; t_fail "mixed rw at qd 32 (hung or failed)"; }
 t_say "write-behind: $(dc buffered_writes) writes, peak $(dc held_peak) B," \
 	"$(dc throttled) throttled, $(dc completions_per_run) per worker run"
 
