@@ -13,6 +13,7 @@ libmqfs_a_SOURCES += \
 	%reldir%/fs/bio.c \
 	%reldir%/fs/buf.c \
 	%reldir%/fs/csum.c \
+	%reldir%/fs/databuf.c \
 	%reldir%/fs/dir.c \
 	%reldir%/fs/extent.c \
 	%reldir%/fs/file.c \

@@ -192,7 +192,7 @@ int mqfs_open(struct mqfs_fs *fs, uint64_t ino, int flags,
 
 int mqfs_release(struct mqfs_fs *fs, struct mqfs_file *f)
 {
-	mqfs_ra_release(&f->ra);
+	mqfs_ra_release(fs, &f->ra);
 	mqfs_ino_open_dec(fs, f->ip);
 	mqfs_iput(fs, f->ip);
 	free(f);

@@ -53,14 +53,17 @@ static inline uint64_t file_blk_up(uint64_t off)
 	return (off + FILE_MASK) >> MQFS_BLOCK_SHIFT;
 }
 
-static void *file_buf_alloc(uint64_t nblocks)
+/* Bounce buffers: whole blocks, from the mount's pool (databuf.c). */
+static void *file_buf_alloc(struct mqfs_fs *fs, uint64_t nblocks)
 {
-	void *p;
-
-	if (nblocks > SIZE_MAX / FILE_BS ||
-	    posix_memalign(&p, MQFS_BLOCK_SIZE, (size_t)(nblocks * FILE_BS)))
+	if (nblocks > SIZE_MAX / FILE_BS)
 		return NULL;
-	return p;
+	return mqfs_databuf_get(fs, (size_t)(nblocks * FILE_BS));
+}
+
+static void file_buf_free(struct mqfs_fs *fs, void *p, uint64_t nblocks)
+{
+	mqfs_databuf_put(fs, p, (size_t)(nblocks * FILE_BS));
 }
 
 /* Extent changes one handle may make: a quarter of the journal at most. */
@@ -131,7 +134,7 @@ static int file_zero_partial(struct mqfs_fs *fs, struct mqfs_ino *ip,
 
 	if (err || !m.pblk || m.unwritten)
 		return err;	/* holes and unwritten blocks read as zeroes */
-	blk = file_buf_alloc(1);
+	blk = file_buf_alloc(fs, 1);
 	if (!blk)
 		return -ENOMEM;
 	err = mqfs_bio_sync(fs->q, MQ_OP_READ, m.pblk, blk, 1, 0);
@@ -139,7 +142,7 @@ static int file_zero_partial(struct mqfs_fs *fs, struct mqfs_ino *ip,
 		memset(blk + (off & FILE_MASK), 0, (size_t)len);
 		err = mqfs_bio_sync(fs->q, MQ_OP_WRITE, m.pblk, blk, 1, 0);
 	}
-	free(blk);
+	file_buf_free(fs, blk, 1);
 	return err;
 }
 
@@ -147,12 +150,14 @@ static int file_zero_partial(struct mqfs_fs *fs, struct mqfs_ino *ip,
 
 /* One read or overwrite in flight: its bounce buffer and its bios. */
 struct file_aio {
+	struct mqfs_fs *fs;
 	struct mqfs_ino *ip;
 	bool is_write;
 	mqfs_read_done_t read_done;
 	mqfs_write_done_t write_done;
 	void *arg;
 	char *buf;			/* whole blocks, 4 KiB aligned */
+	uint64_t nblocks;		/* @buf's size */
 	size_t skew, len;		/* the caller's bytes within @buf */
 	atomic_uint pending;
 	atomic_int error;
@@ -161,17 +166,20 @@ struct file_aio {
 	struct mq_bio inline_bios[FILE_AIO_INLINE];
 };
 
-static struct file_aio *file_aio_new(struct mqfs_ino *ip, uint64_t nblocks)
+static struct file_aio *file_aio_new(struct mqfs_fs *fs, struct mqfs_ino *ip,
+				     uint64_t nblocks)
 {
 	struct file_aio *a = calloc(1, sizeof(*a));
 
 	if (!a)
 		return NULL;
-	a->buf = file_buf_alloc(nblocks);
+	a->buf = file_buf_alloc(fs, nblocks);
 	if (!a->buf) {
 		free(a);
 		return NULL;
 	}
+	a->fs = fs;
+	a->nblocks = nblocks;
 	a->ip = ip;
 	a->bios = a->inline_bios;
 	a->cap = FILE_AIO_INLINE;
@@ -182,7 +190,7 @@ static void file_aio_free(struct file_aio *a)
 {
 	if (a->bios != a->inline_bios)
 		free(a->bios);
-	free(a->buf);
+	file_buf_free(a->fs, a->buf, a->nblocks);
 	free(a);
 }
 
@@ -301,7 +309,7 @@ void mqfs_read(struct mqfs_fs *fs, struct mqfs_file *f, uint64_t off,
 	if (f->dontcache) {
 		if (mqfs_ra_serve(fs, f, off, size, done, arg))
 			return;
-		fl = mqfs_ra_note(f, off, size);
+		fl = mqfs_ra_note(fs, f, off, size);
 	}
 	/* Once this is answered only a claimed window keeps @f alive. */
 	mqfs_file_read_device(fs, f, off, size, done, arg);
@@ -330,7 +338,7 @@ void mqfs_file_read_device(struct mqfs_fs *fs, struct mqfs_file *f,
 	}
 	len = MQ_MIN((uint64_t)size, ip->d.size - off);
 	first = file_blk(off);
-	a = file_aio_new(ip, file_blk_up(off + len) - first);
+	a = file_aio_new(fs, ip, file_blk_up(off + len) - first);
 	if (!a) {
 		pthread_rwlock_unlock(&ip->lock);
 		done(arg, NULL, -ENOMEM);
@@ -390,7 +398,7 @@ static bool file_write_fast(struct mqfs_fs *fs, struct mqfs_file *f,
 	mqfs_file_lock(ip, false);
 	if (off + size > ip->d.size)
 		goto slow;		/* extends the file */
-	a = file_aio_new(ip, size / FILE_BS);
+	a = file_aio_new(fs, ip, size / FILE_BS);
 	if (!a || file_write_map(fs, a, file_blk(off), size / FILE_BS) != 1)
 		goto slow;
 	mqfs_touch(ip, false, true, true);
@@ -597,7 +605,7 @@ static ssize_t file_write_chunk(struct file_wr *w, uint64_t pos)
 	err = file_plan(w, &h, &c);
 	if (!err) {
 		bend = MQ_MIN(w->end, c.end * FILE_BS);
-		buf = file_buf_alloc(c.end - c.first);
+		buf = file_buf_alloc(w->fs, c.end - c.first);
 		err = buf ? file_fill(w, &c, buf, pos, bend) : -ENOMEM;
 	}
 	if (!err)
@@ -613,7 +621,8 @@ static ssize_t file_write_chunk(struct file_wr *w, uint64_t pos)
 	if (err)
 		file_unplan(&h, &c);
 	err2 = mqfs_trans_stop(&h);
-	free(buf);
+	if (buf)
+		file_buf_free(w->fs, buf, c.end - c.first);
 	if (!err)
 		err = err2;
 	return err ? err : (ssize_t)(bend - pos);

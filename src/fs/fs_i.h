@@ -32,6 +32,7 @@ struct mqfs_icache;
 struct mqfs_ag_info;
 struct mqfs_dir_index;
 struct mqfs_wback;
+struct mqfs_databuf;
 
 /* ---- the mounted filesystem (super.c) ---------------------------------- */
 
@@ -50,6 +51,7 @@ struct mqfs_fs {
 	struct mqfs_icache *icache;
 	struct mqfs_ag_info *ags;	/* ag_count of them */
 	struct mqfs_wback *wback;	/* dontcache write-behind (wback.c) */
+	struct mqfs_databuf *databuf;	/* large data buffers (databuf.c) */
 	pthread_mutex_t sb_lock;	/* orphan list, inode_gen */
 	pthread_mutex_t rename_lock;	/* cross-directory renames (namei.c) */
 	atomic_uint_fast64_t free_blocks, free_inodes;
@@ -99,6 +101,15 @@ int mqfs_bio_sync(struct mq_queue *q, enum mq_op op, uint64_t blk,
 int mqfs_flush_device(struct mq_queue *q);
 /* 4 KiB-aligned zeroed memory of @nblocks blocks (free with free()). */
 void *mqfs_alloc_blocks_mem(size_t nblocks);
+
+/* ---- large data buffers (databuf.c) ------------------------------------- */
+
+int mqfs_databuf_create(struct mqfs_fs *fs);
+void mqfs_databuf_destroy(struct mqfs_fs *fs);
+/* 4 KiB-aligned, not zeroed; NULL when out of memory.  Give it back
+ * with the same @bytes. */
+void *mqfs_databuf_get(struct mqfs_fs *fs, size_t bytes);
+void mqfs_databuf_put(struct mqfs_fs *fs, void *p, size_t bytes);
 
 /* ---- metadata checksums (csum.c) ------------------------------------------ */
 
@@ -400,6 +411,7 @@ int mqfs_xattr_inherit(struct mqfs_handle *h, struct mqfs_ino *dir,
 struct mqfs_ra_win {
 	int state;
 	void *buf;
+	size_t cap;			/* @buf's size (databuf.c) */
 	uint64_t off;
 	size_t len;
 	bool eof;			/* the file ends inside it */
@@ -460,8 +472,8 @@ bool mqfs_file_retry_enospc(struct mqfs_fs *fs, int err, bool *retried);
 /* ---- read-ahead of dontcache files (readahead.c) ------------------------ */
 
 void mqfs_ra_init(struct mqfs_ra *ra);
-/* Wait for the window's read, free it (close). */
-void mqfs_ra_release(struct mqfs_ra *ra);
+/* Wait for the windows' reads, free them (close). */
+void mqfs_ra_release(struct mqfs_fs *fs, struct mqfs_ra *ra);
 /* Answer a read from @f's window (true), or leave it (false). */
 bool mqfs_ra_serve(struct mqfs_fs *fs, struct mqfs_file *f, uint64_t off,
 		   size_t size, mqfs_read_done_t done, void *arg);
@@ -472,8 +484,8 @@ bool mqfs_ra_serve(struct mqfs_fs *fs, struct mqfs_file *f, uint64_t off,
  * claimed window, which keeps @f alive for mqfs_ra_start.
  */
 struct mqfs_ra_fill;
-struct mqfs_ra_fill *mqfs_ra_note(struct mqfs_file *f, uint64_t off,
-				  size_t size);
+struct mqfs_ra_fill *mqfs_ra_note(struct mqfs_fs *fs, struct mqfs_file *f,
+				  uint64_t off, size_t size);
 /* Start reading a claimed window (NULL: nothing). */
 void mqfs_ra_start(struct mqfs_fs *fs, struct mqfs_file *f,
 		   struct mqfs_ra_fill *fl);

@@ -44,20 +44,20 @@ void mqfs_ra_init(struct mqfs_ra *ra)
 	pthread_cond_init(&ra->cond, NULL);
 }
 
-static void ra_drop(struct mqfs_ra_win *w)
+static void ra_drop(struct mqfs_fs *fs, struct mqfs_ra_win *w)
 {
-	free(w->buf);
+	mqfs_databuf_put(fs, w->buf, w->cap);
 	w->buf = NULL;
 	w->state = RA_NONE;
 }
 
-void mqfs_ra_release(struct mqfs_ra *ra)
+void mqfs_ra_release(struct mqfs_fs *fs, struct mqfs_ra *ra)
 {
 	pthread_mutex_lock(&ra->lock);
 	for (unsigned i = 0; i < 2; i++) {
 		while (ra->win[i].state == RA_READING)
 			pthread_cond_wait(&ra->cond, &ra->lock);
-		ra_drop(&ra->win[i]);
+		ra_drop(fs, &ra->win[i]);
 	}
 	pthread_mutex_unlock(&ra->lock);
 	pthread_cond_destroy(&ra->cond);
@@ -65,6 +65,7 @@ void mqfs_ra_release(struct mqfs_ra *ra)
 }
 
 struct mqfs_ra_fill {
+	struct mqfs_fs *fs;
 	struct mqfs_ra *ra;
 	struct mqfs_ra_win *w;
 };
@@ -84,7 +85,7 @@ static void ra_fill_done(void *arg, const void *data, ssize_t res)
 		w->len = (size_t)res;
 		w->state = RA_READY;
 	} else {
-		ra_drop(w);	/* EOF, or an error the reader will meet */
+		ra_drop(fl->fs, w);	/* EOF, or an error the reader meets */
 	}
 	pthread_cond_broadcast(&ra->cond);
 	pthread_mutex_unlock(&ra->lock);
@@ -110,8 +111,8 @@ static struct mqfs_ra_win *ra_find(struct mqfs_ra *ra, uint64_t off,
  * Claim a free window after everything read or being read ahead, for a
  * reader of @size: the fill to start once ra->lock is dropped, or NULL.
  */
-static struct mqfs_ra_fill *ra_prepare(struct mqfs_ra *ra, struct mqfs_ino *ip,
-				  size_t size)
+static struct mqfs_ra_fill *ra_prepare(struct mqfs_fs *fs, struct mqfs_ra *ra,
+				       struct mqfs_ino *ip, size_t size)
 {
 	size_t len = MQ_MIN(MQ_MAX((size_t)RA_MIN, size * RA_PER_READ),
 			    (size_t)RA_MAX);
@@ -132,14 +133,14 @@ static struct mqfs_ra_fill *ra_prepare(struct mqfs_ra *ra, struct mqfs_ino *ip,
 	if (!w || mqfs_wback_pending(ip))
 		return NULL;
 	fl = malloc(sizeof(*fl));
-	w->buf = fl ? malloc(len) : NULL;
+	w->buf = fl ? mqfs_databuf_get(fs, len) : NULL;
 	if (!w->buf) {
 		free(fl);
 		return NULL;
 	}
-	*fl = (struct mqfs_ra_fill){ .ra = ra, .w = w };
+	*fl = (struct mqfs_ra_fill){ .fs = fs, .ra = ra, .w = w };
 	*w = (struct mqfs_ra_win){ .state = RA_READING, .buf = w->buf,
-				   .off = start, .len = len,
+				   .cap = len, .off = start, .len = len,
 				   .gen = atomic_load(&ip->data_gen) };
 	return fl;
 }
@@ -198,22 +199,22 @@ bool mqfs_ra_serve(struct mqfs_fs *fs, struct mqfs_file *f, uint64_t off,
 	if (n >= 0) {
 		ra->next = off + (uint64_t)n;
 		if (ra->next >= w->off + w->len)
-			ra_drop(w);		/* used up */
+			ra_drop(fs, w);		/* used up */
 		if (n > 0)
-			fl = ra_prepare(ra, f->ip, size);
+			fl = ra_prepare(fs, ra, f->ip, size);
 	} else {
 		/* Stale, or the reader went elsewhere: ready ones go. */
 		for (unsigned i = 0; i < 2; i++)
 			if (ra->win[i].state == RA_READY)
-				ra_drop(&ra->win[i]);
+				ra_drop(fs, &ra->win[i]);
 	}
 	pthread_mutex_unlock(&ra->lock);
 	mqfs_ra_start(fs, f, fl);	/* @f lives: release waits for it */
 	return n >= 0;
 }
 
-struct mqfs_ra_fill *mqfs_ra_note(struct mqfs_file *f, uint64_t off,
-				  size_t size)
+struct mqfs_ra_fill *mqfs_ra_note(struct mqfs_fs *fs, struct mqfs_file *f,
+				  uint64_t off, size_t size)
 {
 	struct mqfs_ra *ra = &f->ra;
 	struct mqfs_ra_fill *fl = NULL;
@@ -222,7 +223,7 @@ struct mqfs_ra_fill *mqfs_ra_note(struct mqfs_file *f, uint64_t off,
 	ra->streak = off == ra->next ? ra->streak + 1 : 0;
 	ra->next = off + size;
 	if (ra->streak)
-		fl = ra_prepare(ra, f->ip, size);
+		fl = ra_prepare(fs, ra, f->ip, size);
 	pthread_mutex_unlock(&ra->lock);
 	return fl;
 }

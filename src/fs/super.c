@@ -240,10 +240,15 @@ static int super_start(struct mqfs_fs *fs)
 	err = mqfs_alloc_load(fs);
 	if (err)
 		goto out_icache;
-	err = mqfs_wback_create(fs, fs->opts.dontcache_dirty_bytes);
+	err = mqfs_databuf_create(fs);
 	if (err)
 		goto out_alloc;
+	err = mqfs_wback_create(fs, fs->opts.dontcache_dirty_bytes);
+	if (err)
+		goto out_databuf;
 	return 0;
+out_databuf:
+	mqfs_databuf_destroy(fs);
 out_alloc:
 	mqfs_alloc_unload(fs);
 out_icache:
@@ -262,6 +267,7 @@ static void super_stop(struct mqfs_fs *fs)
 {
 	mqfs_wback_destroy(fs);
 	mqfs_icache_destroy(fs);
+	mqfs_databuf_destroy(fs);
 	mqfs_alloc_unload(fs);
 	mqfs_journal_destroy(fs);
 	mqfs_buf_put(fs->sb_buf);
@@ -373,6 +379,7 @@ int mqfs_unmount(struct mqfs_fs *fs)
 	}
 	if (!writable && !fs->opts.readonly && atomic_load(&fs->error_seen))
 		super_record_error(fs);
+	mqfs_databuf_destroy(fs);
 	mqfs_alloc_unload(fs);
 	mqfs_buf_put(fs->sb_buf);
 	fs->sb_buf = NULL;
