@@ -47,6 +47,13 @@ echo "== fio: 4k random read/write 70/30, io_uring, qd 32, 10 s, on the mount"
 fio --name=demo --directory="$mnt" --size=256M --bs=4k --rw=randrw \
 	--rwmixread=70 --ioengine=io_uring --iodepth=32 --direct=1 \
 	--runtime=10 --time_based --group_reporting
+
+echo "== dontcache: a directory with user.mqfs.cache=dontcache, 256 MiB written"
+mkdir "$mnt/stream"
+python3 -c 'import os, sys; os.setxattr(sys.argv[1], "user.mqfs.cache", b"dontcache")' "$mnt/stream"
+dd if=/dev/zero of="$mnt/stream/file" bs=1M count=256 status=none
+fincore "$mnt/stream/file"	# nothing of it is in the page cache
+cat "$mnt/.mqfs/fs/dontcache"
 df -h "$mnt"
 
 echo "== unmount"
