@@ -105,10 +105,12 @@ void mqfs_file_lock(struct mqfs_ino *ip, bool excl)
 		     pthread_rwlock_tryrdlock(&ip->lock)))
 		return;
 	mq_flush_plug();
+	atomic_fetch_add(&ip->lock_waiters, 1);
 	if (excl)
 		pthread_rwlock_wrlock(&ip->lock);
 	else
 		pthread_rwlock_rdlock(&ip->lock);
+	atomic_fetch_sub(&ip->lock_waiters, 1);
 }
 
 /* Write ip->d (times, size) in a handle of its own. */

@@ -283,6 +283,8 @@ struct mqfs_ino {
 	unsigned dio_count;
 	struct mqfs_dir_index *dir_index;	/* dir.c's cache, or NULL */
 	struct mqfs_wb_ino wb;			/* wback.c's */
+	/* Threads sleeping in mqfs_file_lock: the flusher yields to them. */
+	atomic_uint lock_waiters;
 	/* Bumped by every data change: read-ahead windows go stale. */
 	atomic_uint_fast64_t data_gen;
 	/* The user.mqfs.cache policy + 1; 0 until xattr.c has read it. */

@@ -746,7 +746,9 @@ static void wb_end(struct mqfs_fs *fs, struct mqfs_ino *ip, struct wb_batch *b)
  * is planned and sent while the one before is in flight, so the device
  * does not idle through a batch's completion delay and its finish.  The
  * batches are disjoint (entries in the tree never overlap), so their
- * order on the device does not matter.  False when there was nothing.
+ * order on the device does not matter.  A bounded turn (the flusher's)
+ * ends early when someone waits for the inode lock: a reader should not
+ * sit through eight batches.  False when there was nothing.
  */
 static bool wb_write_back(struct mqfs_fs *fs, struct mqfs_ino *ip,
 			  unsigned rounds)
@@ -756,7 +758,9 @@ static bool wb_write_back(struct mqfs_fs *fs, struct mqfs_ino *ip,
 
 	for (;;) {
 		struct wb_batch *cur = &b[n & 1];
-		bool started = (!rounds || n < rounds) && wb_start(fs, ip, cur);
+		bool more = !rounds || (n < rounds &&
+					(!n || !atomic_load(&ip->lock_waiters)));
+		bool started = more && wb_start(fs, ip, cur);
 
 		if (prev)
 			wb_end(fs, ip, prev);
