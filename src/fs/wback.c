@@ -98,8 +98,8 @@ struct mqfs_wback {
 	uint64_t limit;			/* dontcache_dirty */
 	uint64_t held;			/* buffer memory: in use + cached */
 	uint64_t in_use;		/* buffers of live entries */
-	uint64_t dirty;			/* bytes of live entries */
-	uint64_t reserved;		/* blocks promised to live entries */
+	uint64_t dirty;			/* bytes of live entries: their
+					 * blocks are the space promised */
 	void *free_list[WB_NR_CLASSES];	/* cached buffers, linked in place */
 	unsigned active;		/* batches being written */
 	bool stop;
@@ -256,7 +256,7 @@ static int wb_admit_locked(struct mqfs_wback *wb, struct wb_entry *e)
 	int err;
 
 	if (atomic_load(&wb->fs->free_blocks) <
-	    wb->reserved + blocks + WB_RESERVE_SLACK)
+	    wb->dirty / WB_BS + blocks + WB_RESERVE_SLACK)
 		return -ENOSPC;
 	while ((err = wb_buf_get_locked(wb, e)) == -EAGAIN) {
 		if (!waited)
@@ -266,7 +266,6 @@ static int wb_admit_locked(struct mqfs_wback *wb, struct wb_entry *e)
 	}
 	if (err)
 		return err;
-	wb->reserved += blocks;
 	wb->dirty += e->len;
 	return 0;
 }
@@ -276,7 +275,6 @@ static void wb_release_locked(struct mqfs_wback *wb, struct wb_entry *e)
 {
 	if (e->buf)
 		wb_buf_put_locked(wb, e);
-	wb->reserved -= e->len / WB_BS;
 	wb->dirty -= e->len;
 }
 
@@ -928,7 +926,7 @@ void mqfs_wback_destroy(struct mqfs_fs *fs)
 	pthread_cond_signal(&wb->work);
 	pthread_mutex_unlock(&wb->lock);
 	pthread_join(wb->thread, NULL);
-	MQ_ASSERT(!wb->in_use && !wb->active && !wb->dirty && !wb->reserved);
+	MQ_ASSERT(!wb->in_use && !wb->active && !wb->dirty);
 	wb->limit = 0;
 	wb_pool_trim_locked(wb, 1);
 	MQ_ASSERT(!wb->held);

@@ -302,6 +302,26 @@ int mqfs_xattr_inherit(struct mqfs_handle *h, struct mqfs_ino *dir,
 	return err;
 }
 
+/*
+ * End an attribute change made in @h (@err its result): on success the
+ * cached policy (when @is_policy) becomes @policy and ctime moves; the
+ * inode and the handle close it.
+ */
+static int xa_done(struct mqfs_handle *h, struct mqfs_ino *ip, int err,
+		   bool is_policy, enum mqfs_cache_mode policy)
+{
+	int err2;
+
+	if (!err && is_policy)
+		atomic_store(&ip->policy, (uint8_t)(policy + 1));
+	if (!err) {
+		mqfs_touch(ip, false, false, true);
+		err = mqfs_inode_dirty(h, ip);
+	}
+	err2 = mqfs_trans_stop(h);
+	return err ? err : err2;
+}
+
 /* ---- set ----------------------------------------------------------------- */
 
 int mqfs_setxattr(struct mqfs_fs *fs, uint64_t ino, const char *name,
@@ -311,7 +331,7 @@ int mqfs_setxattr(struct mqfs_fs *fs, uint64_t ino, const char *name,
 	struct mqfs_handle h;
 	struct mqfs_ino *ip;
 	size_t len;
-	int err = xa_check_name(name, &len), err2;
+	int err = xa_check_name(name, &len);
 
 	if (!err && xa_is_policy(name)) {
 		policy = xa_policy_parse(value, size);
@@ -335,14 +355,7 @@ int mqfs_setxattr(struct mqfs_fs *fs, uint64_t ino, const char *name,
 	err = mqfs_trans_start(fs, XA_CREDITS, &h);
 	if (!err) {
 		err = xa_set_locked(&h, ip, name, len, value, size, flags);
-		if (!err && policy)
-			atomic_store(&ip->policy, (uint8_t)(policy + 1));
-		if (!err) {
-			mqfs_touch(ip, false, false, true);
-			err = mqfs_inode_dirty(&h, ip);
-		}
-		err2 = mqfs_trans_stop(&h);
-		err = err ? err : err2;
+		err = xa_done(&h, ip, err, xa_is_policy(name), policy);
 	}
 	pthread_rwlock_unlock(&ip->lock);
 	mqfs_iput(fs, ip);
@@ -487,7 +500,7 @@ int mqfs_removexattr(struct mqfs_fs *fs, uint64_t ino, const char *name)
 	struct mqfs_handle h;
 	struct mqfs_ino *ip;
 	size_t len;
-	int err = xa_check_name(name, &len), err2;
+	int err = xa_check_name(name, &len);
 
 	if (!err)
 		err = mqfs_fs_writable(fs);
@@ -499,14 +512,8 @@ int mqfs_removexattr(struct mqfs_fs *fs, uint64_t ino, const char *name)
 	err = ip->d.xattr_blk ? mqfs_trans_start(fs, XA_CREDITS, &h) : -ENODATA;
 	if (!err) {
 		err = xa_remove_locked(&h, ip, name, len);
-		if (!err && xa_is_policy(name))
-			atomic_store(&ip->policy, MQFS_CACHE_UNSET + 1);
-		if (!err) {
-			mqfs_touch(ip, false, false, true);
-			err = mqfs_inode_dirty(&h, ip);
-		}
-		err2 = mqfs_trans_stop(&h);
-		err = err ? err : err2;
+		err = xa_done(&h, ip, err, xa_is_policy(name),
+			      MQFS_CACHE_UNSET);
 	}
 	pthread_rwlock_unlock(&ip->lock);
 	mqfs_iput(fs, ip);
