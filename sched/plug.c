@@ -12,7 +12,11 @@
  * the whole batch to the driver with one doorbell; no elevator and several
  * queues -> split per queue and batch each (the 2025 medium path); with an
  * elevator -> insert the batch, then run the queue from this thread.
- * Nested plugs are ignored: the outermost owns the thread.
+ * Nested plugs do not start a batch of their own: the outermost owns the
+ * thread.  But the inner caller is the one that knows how many requests
+ * it will issue, so while the plug has no requests cached its hint is
+ * raised to the inner one's (the outer plug of a FUSE request starts at
+ * 1, so a one-bio request claims one tag, not a batch it gives back).
  */
 #include <string.h>
 #include "blk_i.h"
@@ -24,13 +28,24 @@ struct mq_plug *mq_current_plug(void)
 	return current_plug;
 }
 
+static unsigned short plug_hint(unsigned nr_ios)
+{
+	return (unsigned short)MQ_MIN(MQ_MAX(nr_ios, 1u),
+				      (unsigned)MQ_PLUG_MAX_RQS);
+}
+
 void mq_start_plug(struct mq_plug *plug, unsigned nr_ios)
 {
-	if (current_plug)
+	struct mq_plug *outer = current_plug;
+
+	if (outer) {
+		if (mq_rq_list_empty(&outer->cached_rqs) &&
+		    plug_hint(nr_ios) > outer->nr_ios)
+			outer->nr_ios = plug_hint(nr_ios);
 		return;
+	}
 	memset(plug, 0, sizeof(*plug));
-	plug->nr_ios = (unsigned short)MQ_MIN(MQ_MAX(nr_ios, 1u),
-					      (unsigned)MQ_PLUG_MAX_RQS);
+	plug->nr_ios = plug_hint(nr_ios);
 	current_plug = plug;
 }
 

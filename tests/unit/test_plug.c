@@ -9,7 +9,9 @@
  * tail is tried while the plug holds one queue; the plug is flushed when
  * a 33rd request arrives, when a request is added behind a tail of
  * 128 KiB, at mq_finish_plug and at mq_flush_plug(), while a nested
- * mq_start_plug is ignored; one thread's plug on a queue with two
+ * mq_start_plug is ignored but for its hint (an outer plug of 1 claims
+ * one tag per one-bio request, and a nested plug of n raises the batch
+ * to n while nothing is cached); one thread's plug on a queue with two
  * hardware queues stays on its thread's queue (limit 32), and a plug over
  * two queues uses the 64 limit and tries every request for a merge; data
  * written through merged requests on the ram device reads back intact.
@@ -254,6 +256,45 @@ START_TEST(test_nested_plug)
 }
 END_TEST
 
+static uint64_t tags_allocated(struct mq_queue *q)
+{
+	return t_stats(q, -1).tags_allocated;
+}
+
+/*
+ * The plug hint: a request plug of 1 around one-bio requests claims one
+ * tag each (a plug of 32 would claim a batch and give 31 back); a nested
+ * plug that knows it issues 4 raises the batch to 4, and one started
+ * with requests cached leaves the hint alone.
+ */
+START_TEST(test_plug_hint)
+{
+	struct mq_plug outer, inner;
+	struct rig r;
+
+	T_BEGIN();
+	rig_open(&r, elv_names[_i], 16);
+	for (unsigned i = 0; i < 4; i++) {
+		mq_start_plug(&outer, 1);
+		wr(&r, i, (uint64_t)i * FAR);
+		mq_finish_plug(&outer);
+	}
+	t_check_u64(tags_allocated(r.q), 4, "one tag per one-bio request");
+	mq_start_plug(&outer, 1);
+	mq_start_plug(&inner, 4);
+	t_check_u64(outer.nr_ios, 4, "the nested plug raised the hint");
+	wr_far(&r, 4, 1);
+	t_check_u64(tags_allocated(r.q), 8, "a batch of four claimed");
+	mq_start_plug(&inner, 16);
+	t_check_u64(outer.nr_ios, 0, "hint left alone while requests are cached");
+	wr_far(&r, 5, 3);
+	mq_finish_plug(&inner);
+	mq_finish_plug(&outer);
+	t_check_u64(tags_allocated(r.q), 8, "the batch served all four");
+	rig_close(&r);
+}
+END_TEST
+
 struct submitter {
 	struct rig *r;
 	unsigned first, n;
@@ -480,6 +521,7 @@ static Suite *plug_suite(void)
 	tc(s, "flush_at_finish", test_flush_at_finish);
 	tc(s, "flush_plug_call", test_flush_plug_call);
 	tc(s, "nested_plug", test_nested_plug);
+	tc(s, "plug_hint", test_plug_hint);
 	tc(s, "two_hw_queues_one_thread", test_two_hw_queues_one_thread);
 	tc(s, "two_queues", test_two_queues);
 	tc(s, "ram_merged_data", test_ram_merged_data);
