@@ -113,19 +113,6 @@ void mqfs_file_lock(struct mqfs_ino *ip, bool excl)
 	atomic_fetch_sub(&ip->lock_waiters, 1);
 }
 
-/* Write ip->d (times, size) in a handle of its own. */
-static int file_inode_write(struct mqfs_fs *fs, struct mqfs_ino *ip)
-{
-	struct mqfs_handle h;
-	int err = mqfs_trans_start(fs, 1, &h), err2;
-
-	if (err)
-		return err;
-	err = mqfs_inode_dirty(&h, ip);
-	err2 = mqfs_trans_stop(&h);
-	return err ? err : err2;
-}
-
 /* Zero bytes [off, off+len) of one block on the device, if written. */
 static int file_zero_partial(struct mqfs_fs *fs, struct mqfs_ino *ip,
 			     uint64_t off, uint64_t len)
@@ -384,8 +371,9 @@ static int file_write_map(struct mqfs_fs *fs, struct file_aio *a,
 
 /*
  * The fast path: whole blocks, inside the file, all written already.
- * Only the times change; they are journaled before the data is sent.
- * False when the write needs the synchronous path.
+ * Only the times change, in memory: the next commit writes them
+ * (mqfs_ino_touch_lazy).  False when the write needs the synchronous
+ * path.
  */
 static bool file_write_fast(struct mqfs_fs *fs, struct mqfs_file *f,
 			    uint64_t off, const void *data, size_t size,
@@ -393,7 +381,6 @@ static bool file_write_fast(struct mqfs_fs *fs, struct mqfs_file *f,
 {
 	struct mqfs_ino *ip = f->ip;
 	struct file_aio *a = NULL;
-	int err;
 
 	if ((off | size) & FILE_MASK || f->flags & (O_APPEND | O_DSYNC))
 		return false;
@@ -403,14 +390,7 @@ static bool file_write_fast(struct mqfs_fs *fs, struct mqfs_file *f,
 	a = file_aio_new(fs, ip, size / FILE_BS);
 	if (!a || file_write_map(fs, a, file_blk(off), size / FILE_BS) != 1)
 		goto slow;
-	mqfs_touch(ip, false, true, true);
-	err = file_inode_write(fs, ip);
-	if (err) {
-		pthread_rwlock_unlock(&ip->lock);
-		file_aio_free(a);
-		done(arg, err);
-		return true;
-	}
+	mqfs_ino_touch_lazy(fs, ip);
 	mqfs_ino_dio_start(ip);
 	pthread_rwlock_unlock(&ip->lock);
 	memcpy(a->buf, data, size);
@@ -997,7 +977,7 @@ static int file_punch(struct mqfs_fs *fs, struct mqfs_ino *ip, uint64_t off,
 	if (err)
 		return err;
 	mqfs_touch(ip, false, true, true);
-	return file_inode_write(fs, ip);
+	return mqfs_inode_write(fs, ip);
 }
 
 int mqfs_fallocate(struct mqfs_fs *fs, uint64_t ino, int mode, uint64_t off,

@@ -57,6 +57,12 @@ struct mqfs_fs {
 	atomic_uint_fast64_t free_blocks, free_inodes;
 	atomic_bool readonly;		/* ro mount or errors=remount-ro hit */
 	atomic_bool error_seen;
+	/*
+	 * Called before a commit takes the running transaction (fsync, sync,
+	 * the commit thread with @wait false, the final commit): records
+	 * kept in memory join it there (mqfs_ino_write_lazy).  May be NULL.
+	 */
+	int (*pre_commit)(struct mqfs_fs *fs, bool wait);
 };
 
 static inline struct mqfs_super *mqfs_sb(struct mqfs_fs *fs);
@@ -194,6 +200,9 @@ int mqfs_journal_clear(struct mqfs_fs *fs);
 
 int mqfs_trans_start(struct mqfs_fs *fs, unsigned credits,
 		     struct mqfs_handle *h);
+/* As mqfs_trans_start, but -EAGAIN instead of waiting for room. */
+int mqfs_trans_try_start(struct mqfs_fs *fs, unsigned credits,
+			 struct mqfs_handle *h);
 /* The caller changed @b (holding its lock): make it part of h's txn. */
 void mqfs_trans_dirty(struct mqfs_handle *h, struct mqfs_buf *b);
 /* End the handle; with h->sync, wait for its commit.  0 or -errno. */
@@ -277,10 +286,16 @@ struct mqfs_ino {
 	uint64_t nlookup;		/* FUSE lookups not yet forgotten */
 	unsigned open_count;
 	bool deleted;			/* freed: must not be written again */
-	/* Data I/O in flight without the lock (mqfs_ino_dio_*). */
+	/* Data I/O in flight without the lock (mqfs_ino_dio_*): counted
+	 * atomically; dio_lock/dio_cond only for a waiter. */
+	atomic_uint dio_count;
+	atomic_uint dio_waiters;
 	pthread_mutex_t dio_lock;
 	pthread_cond_t dio_cond;
-	unsigned dio_count;
+	/* Times changed in memory only: on the icache's lazy list (inode.c,
+	 * IC_LAZY_*), written by the next commit. */
+	atomic_uint lazy;
+	struct mq_list_head lazy_link;
 	struct mqfs_dir_index *dir_index;	/* dir.c's cache, or NULL */
 	struct mqfs_wb_ino wb;			/* wback.c's */
 	/* Threads sleeping in mqfs_file_lock: the flusher yields to them. */
@@ -330,6 +345,20 @@ void mqfs_ino_dio_wait(struct mqfs_ino *ip);
 void mqfs_ino_lock2(struct mqfs_ino *a, struct mqfs_ino *b);
 void mqfs_ino_unlock2(struct mqfs_ino *a, struct mqfs_ino *b);
 void mqfs_touch(struct mqfs_ino *ip, bool atime, bool mtime, bool ctime);
+/*
+ * An overwrite's mtime/ctime: set in memory at once (stat sees them) and
+ * queued for the next commit, which writes the record (fsync and sync
+ * commit; eviction and unmount write it too).  No handle per write.
+ */
+void mqfs_ino_touch_lazy(struct mqfs_fs *fs, struct mqfs_ino *ip);
+/*
+ * Write the records of the queued inodes into the running transaction
+ * (fs->pre_commit).  With @wait false it never waits for journal room:
+ * the commit thread calls it, and room comes only from its commit.
+ */
+int mqfs_ino_write_lazy(struct mqfs_fs *fs, bool wait);
+/* Write ip->d in a handle of its own. */
+int mqfs_inode_write(struct mqfs_fs *fs, struct mqfs_ino *ip);
 
 /* ---- extent map (extent.c) ---------------------------------------------- */
 

@@ -65,7 +65,23 @@ struct mqfs_icache {
 	size_t nr_cached;
 	struct mq_list_head lru;	/* unused inodes, oldest first */
 	size_t nr_unused, max_unused;
+	/*
+	 * Inodes whose times changed in memory only (IC_LAZY_QUEUED), by
+	 * lazy_link.  lazy_lock is taken under inode locks and before a
+	 * handle (mqfs_ino_write_lazy holds it while writing them).
+	 */
+	pthread_mutex_t lazy_lock;
+	struct mq_list_head lazy;
+	atomic_uint nr_lazy;
 };
+
+/*
+ * ip->lazy: CLEAN, QUEUED on the list, or WRITING (taken off it by
+ * mqfs_ino_write_lazy, which holds lazy_lock until they are CLEAN
+ * again; a touch that sees WRITING waits for the lock and queues anew).
+ */
+enum { IC_LAZY_CLEAN = 0, IC_LAZY_QUEUED, IC_LAZY_WRITING };
+#define IC_LAZY_BATCH		16u	/* records per handle */
 
 static inline struct ic_ent *ic_ent(struct mqfs_ino *ip)
 {
@@ -90,6 +106,7 @@ static struct ic_ent *ic_alloc(uint64_t ino)
 	pthread_mutex_init(&e->ip.meta_lock, NULL);
 	pthread_mutex_init(&e->ip.dio_lock, NULL);
 	pthread_cond_init(&e->ip.dio_cond, NULL);
+	mq_list_init(&e->ip.lazy_link);
 	mq_list_init(&e->lru);
 	return e;
 }
@@ -113,6 +130,124 @@ static void ic_free_list(struct mq_list_head *list)
 		mq_list_del_init(&e->lru);
 		ic_free(e);
 	}
+}
+
+/* ---- times kept in memory ------------------------------------------------- */
+
+/* @ip is going away (evicted unwritten, or deleted): off the list. */
+static void ic_lazy_drop(struct mqfs_icache *c, struct mqfs_ino *ip)
+{
+	if (atomic_load(&ip->lazy) == IC_LAZY_CLEAN)
+		return;		/* nobody uses it: nobody queues it meanwhile */
+	pthread_mutex_lock(&c->lazy_lock);
+	if (atomic_load(&ip->lazy) == IC_LAZY_QUEUED) {
+		mq_list_del_init(&ip->lazy_link);
+		atomic_fetch_sub(&c->nr_lazy, 1);
+	}
+	atomic_store(&ip->lazy, IC_LAZY_CLEAN);
+	pthread_mutex_unlock(&c->lazy_lock);
+}
+
+void mqfs_ino_touch_lazy(struct mqfs_fs *fs, struct mqfs_ino *ip)
+{
+	struct mqfs_icache *c = fs->icache;
+
+	/* The times first: a concurrent write of the record that took
+	 * @ip off the list already set it WRITING (see IC_LAZY_*). */
+	mqfs_touch(ip, false, true, true);
+	if (atomic_load(&ip->lazy) == IC_LAZY_QUEUED)
+		return;
+	pthread_mutex_lock(&c->lazy_lock);
+	if (atomic_load(&ip->lazy) == IC_LAZY_CLEAN) {
+		atomic_store(&ip->lazy, IC_LAZY_QUEUED);
+		mq_list_add_tail(&ip->lazy_link, &c->lazy);
+		atomic_fetch_add(&c->nr_lazy, 1);
+	}
+	pthread_mutex_unlock(&c->lazy_lock);
+}
+
+/* Up to a batch of queued records in one handle (lazy_lock held). */
+static int ic_lazy_batch(struct mqfs_fs *fs, struct mqfs_icache *c, bool wait)
+{
+	/* A batch is small against the journal (tests make tiny ones). */
+	unsigned max = MQ_MAX(1u, MQ_MIN(IC_LAZY_BATCH, fs->journal_blocks / 8));
+	struct mqfs_ino *v[IC_LAZY_BATCH];
+	struct mqfs_handle h;
+	unsigned n = 0, i;
+	int err, err2;
+
+	err = wait ? mqfs_trans_start(fs, max, &h)
+		   : mqfs_trans_try_start(fs, max, &h);
+	if (err)
+		return err;
+	while (n < max && !mq_list_empty(&c->lazy)) {
+		struct mqfs_ino *ip = mq_list_first_entry(&c->lazy,
+							  struct mqfs_ino,
+							  lazy_link);
+
+		mq_list_del_init(&ip->lazy_link);
+		atomic_fetch_sub(&c->nr_lazy, 1);
+		atomic_store(&ip->lazy, IC_LAZY_WRITING);
+		v[n++] = ip;
+	}
+	for (i = 0; i < n && !err; i++)
+		err = mqfs_inode_dirty(&h, v[i]);
+	/* On an error the rest stay queued (the mount is failing anyway). */
+	for (unsigned k = 0; k < n; k++) {
+		if (err && k >= i - 1) {
+			atomic_store(&v[k]->lazy, IC_LAZY_QUEUED);
+			mq_list_add_tail(&v[k]->lazy_link, &c->lazy);
+			atomic_fetch_add(&c->nr_lazy, 1);
+		} else {
+			atomic_store(&v[k]->lazy, IC_LAZY_CLEAN);
+		}
+	}
+	err2 = mqfs_trans_stop(&h);
+	return err ? err : err2;
+}
+
+int mqfs_ino_write_lazy(struct mqfs_fs *fs, bool wait)
+{
+	struct mqfs_icache *c = fs->icache;
+	int err = 0;
+
+	if (!c || !atomic_load(&c->nr_lazy) || mqfs_fs_writable(fs))
+		return 0;
+	pthread_mutex_lock(&c->lazy_lock);
+	while (!err && !mq_list_empty(&c->lazy))
+		err = ic_lazy_batch(fs, c, wait);
+	pthread_mutex_unlock(&c->lazy_lock);
+	return err == -EAGAIN ? 0 : err;	/* no room: the next commit */
+}
+
+int mqfs_inode_write(struct mqfs_fs *fs, struct mqfs_ino *ip)
+{
+	struct mqfs_handle h;
+	int err = mqfs_trans_start(fs, 1, &h), err2;
+
+	if (err)
+		return err;
+	err = mqfs_inode_dirty(&h, ip);
+	err2 = mqfs_trans_stop(&h);
+	return err ? err : err2;
+}
+
+/*
+ * Unused inodes pushed out of the cache: a record with times kept in
+ * memory is written first (the caller holds no handle and no lock).
+ */
+static void ic_evict(struct mqfs_fs *fs, struct mq_list_head *victims)
+{
+	struct ic_ent *e;
+
+	mq_list_for_each_entry(e, victims, lru) {
+		if (atomic_load(&e->ip.lazy) == IC_LAZY_CLEAN)
+			continue;
+		ic_lazy_drop(fs->icache, &e->ip);
+		if (!mqfs_fs_writable(fs))
+			mqfs_inode_write(fs, &e->ip);
+	}
+	ic_free_list(victims);
 }
 
 /* ---- hash (icache lock held) ---------------------------------------------- */
@@ -228,7 +363,9 @@ int mqfs_icache_create(struct mqfs_fs *fs)
 	}
 	c->max_unused = MQ_MAX(bytes / IC_BYTES_PER_UNUSED, IC_UNUSED_MIN);
 	pthread_mutex_init(&c->lock, NULL);
+	pthread_mutex_init(&c->lazy_lock, NULL);
 	mq_list_init(&c->lru);
+	mq_list_init(&c->lazy);
 	fs->icache = c;
 	return 0;
 }
@@ -363,6 +500,7 @@ static void ic_put(struct mqfs_fs *fs, struct mqfs_ino *ip, bool may_delete)
 		 * orphan walk's reference may outlive the deleter's).
 		 */
 		pthread_mutex_unlock(&c->lock);
+		ic_lazy_drop(c, ip);
 		ic_free(e);
 		return;
 	}
@@ -379,7 +517,7 @@ static void ic_put(struct mqfs_fs *fs, struct mqfs_ino *ip, bool may_delete)
 	}
 	ic_park_locked(c, ip, &victims);
 	pthread_mutex_unlock(&c->lock);
-	ic_free_list(&victims);
+	ic_evict(fs, &victims);
 }
 
 void mqfs_iput(struct mqfs_fs *fs, struct mqfs_ino *ip)
@@ -398,6 +536,7 @@ static void ic_unhash_put(struct mqfs_fs *fs, struct ic_ent *e)
 	MQ_ASSERT(e->ip.refcount > 0);
 	last = --e->ip.refcount == 0;
 	pthread_mutex_unlock(&c->lock);
+	ic_lazy_drop(c, &e->ip);
 	if (last)
 		ic_free(e);
 }
@@ -546,8 +685,10 @@ static int ic_delete_record(struct mqfs_fs *fs, struct ic_ent *e)
 		err = mqfs_inode_dirty(&h, ip);
 	}
 	if (!err) {
-		/* Out of the cache before the number can be handed out. */
+		/* Out of the cache (and the lazy list: nothing may write
+		 * the record again) before the number can be handed out. */
 		ip->deleted = true;
+		ic_lazy_drop(fs->icache, ip);
 		pthread_mutex_lock(&fs->icache->lock);
 		ic_unhash_locked(fs->icache, ip);
 		pthread_mutex_unlock(&fs->icache->lock);
@@ -649,6 +790,7 @@ void mqfs_icache_destroy(struct mqfs_fs *fs)
 
 	if (!c)
 		return;
+	mqfs_ino_write_lazy(fs, true);
 	if (!mqfs_fs_writable(fs))
 		ic_delete_unlinked(fs);
 	for (size_t i = 0; i < c->nbuckets; i++) {
@@ -664,6 +806,7 @@ void mqfs_icache_destroy(struct mqfs_fs *fs)
 	if (held)
 		fprintf(stderr, "mqfs: icache: %u inodes still referenced "
 			"or open at teardown\n", held);
+	pthread_mutex_destroy(&c->lazy_lock);
 	pthread_mutex_destroy(&c->lock);
 	free(c->hash);
 	free(c);
@@ -970,26 +1113,37 @@ void mqfs_igrab(struct mqfs_fs *fs, struct mqfs_ino *ip)
 
 void mqfs_ino_dio_start(struct mqfs_ino *ip)
 {
-	pthread_mutex_lock(&ip->dio_lock);
-	ip->dio_count++;
-	pthread_mutex_unlock(&ip->dio_lock);
+	atomic_fetch_add(&ip->dio_count, 1);
 }
 
+/*
+ * The waiter announces itself before it looks at the count, the last
+ * I/O drops the count before it looks for waiters (both seq_cst): one
+ * of them sees the other, and the wake-up is taken under the lock the
+ * waiter sleeps on.
+ */
 void mqfs_ino_dio_end(struct mqfs_ino *ip)
 {
-	pthread_mutex_lock(&ip->dio_lock);
-	MQ_ASSERT(ip->dio_count > 0);
-	if (--ip->dio_count == 0)
+	unsigned old = atomic_fetch_sub(&ip->dio_count, 1);
+
+	MQ_ASSERT(old > 0);
+	if (old == 1 && atomic_load(&ip->dio_waiters)) {
+		pthread_mutex_lock(&ip->dio_lock);
 		pthread_cond_broadcast(&ip->dio_cond);
-	pthread_mutex_unlock(&ip->dio_lock);
+		pthread_mutex_unlock(&ip->dio_lock);
+	}
 }
 
 void mqfs_ino_dio_wait(struct mqfs_ino *ip)
 {
 	/* The bios we wait for may sit in this thread's plug. */
 	mq_flush_plug();
+	if (!atomic_load(&ip->dio_count))
+		return;
 	pthread_mutex_lock(&ip->dio_lock);
-	while (ip->dio_count)
+	atomic_fetch_add(&ip->dio_waiters, 1);
+	while (atomic_load(&ip->dio_count))
 		pthread_cond_wait(&ip->dio_cond, &ip->dio_lock);
+	atomic_fetch_sub(&ip->dio_waiters, 1);
 	pthread_mutex_unlock(&ip->dio_lock);
 }

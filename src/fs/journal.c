@@ -177,35 +177,53 @@ static void jnl_kick_locked(struct mqfs_journal *j)
 	pthread_cond_signal(&j->kick_cond);
 }
 
-int mqfs_trans_start(struct mqfs_fs *fs, unsigned credits,
-		     struct mqfs_handle *h)
+/* A handle if there is room now: 0, -EAGAIN (none), -EROFS (aborted). */
+static int jnl_try_reserve(struct mqfs_journal *j, unsigned credits,
+			   struct mqfs_handle *h, uint64_t *seq)
 {
-	struct mqfs_journal *j = jnl_of(fs);
-	uint64_t seq;
+	pthread_rwlock_rdlock(&j->commit_rw);
+	pthread_mutex_lock(&j->lock);
+	if (j->aborted) {
+		pthread_mutex_unlock(&j->lock);
+		pthread_rwlock_unlock(&j->commit_rw);
+		return -EROFS;
+	}
+	if (jnl_room_locked(j, credits)) {
+		j->reserved += credits;
+		h->seq = j->running_seq;
+		pthread_mutex_unlock(&j->lock);
+		return 0;
+	}
+	/* Full: let the commit take it. */
+	*seq = j->running_seq;
+	jnl_kick_locked(j);
+	pthread_mutex_unlock(&j->lock);
+	pthread_rwlock_unlock(&j->commit_rw);
+	return -EAGAIN;
+}
 
+static int jnl_handle_init(struct mqfs_journal *j, struct mqfs_fs *fs,
+			   unsigned credits, struct mqfs_handle *h)
+{
 	*h = (struct mqfs_handle){ .fs = fs, .credits = credits };
 	if (credits > j->limit) {
 		fprintf(stderr, "mqfs: journal: a handle of %u credits cannot "
 			"fit in a journal of %u\n", credits, j->limit);
 		return -ENOSPC;
 	}
-	for (;;) {
-		pthread_rwlock_rdlock(&j->commit_rw);
-		pthread_mutex_lock(&j->lock);
-		if (j->aborted)
-			break;
-		if (jnl_room_locked(j, credits)) {
-			j->reserved += credits;
-			h->seq = j->running_seq;
-			pthread_mutex_unlock(&j->lock);
-			return 0;
-		}
-		/* Full: let the commit take it and wait for room. */
-		seq = j->running_seq;
-		jnl_kick_locked(j);
-		pthread_mutex_unlock(&j->lock);
-		pthread_rwlock_unlock(&j->commit_rw);
+	return 0;
+}
 
+int mqfs_trans_start(struct mqfs_fs *fs, unsigned credits,
+		     struct mqfs_handle *h)
+{
+	struct mqfs_journal *j = jnl_of(fs);
+	uint64_t seq;
+	int err = jnl_handle_init(j, fs, credits, h);
+
+	if (err)
+		return err;
+	while ((err = jnl_try_reserve(j, credits, h, &seq)) == -EAGAIN) {
 		pthread_mutex_lock(&j->lock);
 		j->start_waiters++;
 		while (j->running_seq == seq && !j->aborted &&
@@ -214,9 +232,17 @@ int mqfs_trans_start(struct mqfs_fs *fs, unsigned credits,
 		j->start_waiters--;
 		pthread_mutex_unlock(&j->lock);
 	}
-	pthread_mutex_unlock(&j->lock);
-	pthread_rwlock_unlock(&j->commit_rw);
-	return -EROFS;
+	return err;
+}
+
+int mqfs_trans_try_start(struct mqfs_fs *fs, unsigned credits,
+			 struct mqfs_handle *h)
+{
+	struct mqfs_journal *j = jnl_of(fs);
+	uint64_t seq;
+	int err = jnl_handle_init(j, fs, credits, h);
+
+	return err ? err : jnl_try_reserve(j, credits, h, &seq);
 }
 
 void mqfs_trans_dirty(struct mqfs_handle *h, struct mqfs_buf *b)
@@ -582,11 +608,22 @@ int mqfs_journal_wait_seq(struct mqfs_fs *fs, uint64_t seq)
 	return err;
 }
 
+/* Records kept in memory join the running transaction (fs->pre_commit). */
+static int jnl_pre_commit(struct mqfs_journal *j, bool wait)
+{
+	struct mqfs_fs *fs = j->fs;
+
+	return fs->pre_commit ? fs->pre_commit(fs, wait) : 0;
+}
+
 int mqfs_journal_commit(struct mqfs_fs *fs)
 {
 	struct mqfs_journal *j = jnl_of(fs);
 	uint64_t seq;
+	int err = jnl_pre_commit(j, true);
 
+	if (err)
+		return err;
 	pthread_mutex_lock(&j->lock);
 	seq = j->running_seq;
 	if (mq_list_empty(&j->running))
@@ -663,6 +700,7 @@ static void *jnl_thread(void *arg)
 			break;
 		j->kick = false;
 		pthread_mutex_unlock(&j->lock);
+		jnl_pre_commit(j, false);
 		jnl_commit_run(j);
 		pthread_mutex_lock(&j->lock);
 	}
@@ -736,10 +774,11 @@ int mqfs_journal_create(struct mqfs_fs *fs)
 int mqfs_journal_destroy(struct mqfs_fs *fs)
 {
 	struct mqfs_journal *j = jnl_of(fs);
-	int err;
+	int err, pre;
 
 	if (!j)
 		return 0;
+	pre = jnl_pre_commit(j, true);
 	err = jnl_commit_run(j);
 	if (err == -ENOMEM) {
 		/* Cannot write it, cannot keep it: give it up, loudly. */
@@ -755,6 +794,8 @@ int mqfs_journal_destroy(struct mqfs_fs *fs)
 		err = -EIO;
 	pthread_mutex_unlock(&j->lock);
 	pthread_join(j->thread, NULL);
+	if (!err)
+		err = pre;
 	fs->journal = NULL;
 	jnl_free(j);
 	return err;

@@ -6,7 +6,10 @@
  * sparse files, reads across many extents, O_APPEND, truncate down and
  * up, every fallocate mode, SEEK_DATA/SEEK_HOLE, EOF, the size limit,
  * read-only mounts, ENOSPC on a small fs (short count, then ENOSPC, and
- * a consistent fs), random operations across remounts, and threads.
+ * a consistent fs), random operations across remounts, and threads;
+ * overwrites write from the caller's aligned memory and keep their
+ * times in memory until a commit, fsync, unmount or eviction writes
+ * them.
  *
  * Failures name the test, the step and the seed (T_FILE_SEED reruns).
  */
@@ -1098,6 +1101,100 @@ START_TEST(test_threads)
 }
 END_TEST
 
+
+/* mtime of @ino as its record in the inode table has it now. */
+static struct timespec t_record_mtime(struct mqfs_fs *fs, uint64_t ino)
+{
+	uint32_t ag = (uint32_t)((ino - 1) / fs->inodes_per_ag);
+	uint32_t i = (uint32_t)((ino - 1) % fs->inodes_per_ag);
+	uint64_t blk = mqfs_fs_ag_meta(fs, ag) + 3 + i / MQFS_INODES_PER_BLOCK;
+	struct mqfs_inode d;
+	struct mqfs_buf *b;
+
+	ck_assert_int_eq(mqfs_buf_read(fs, blk, MQFS_T_ITABLE, &b), 0);
+	memcpy(&d, (char *)b->data +
+	       mqfs_itable_offset(i % MQFS_INODES_PER_BLOCK), sizeof(d));
+	mqfs_buf_put(b);
+	return (struct timespec){ .tv_sec = (time_t)d.mtime_sec,
+				  .tv_nsec = d.mtime_nsec };
+}
+
+static bool t_ts_eq(struct timespec a, struct timespec b)
+{
+	return a.tv_sec == b.tv_sec && a.tv_nsec == b.tv_nsec;
+}
+
+/* One aligned 4 KiB overwrite at 0; the mtime stat sees right after. */
+static struct timespec t_overwrite(struct t_file *tf, uint8_t *blk, int v)
+{
+	memset(blk, v, 4096);
+	ck_assert_int_eq(t_write(*tf->fsp, tf->f, 0, blk, 4096), 4096);
+	return t_stat(tf).st_mtim;
+}
+
+/*
+ * The times of an overwrite: visible at once, in the record only once a
+ * commit takes them - fsync (then they survive a power cut), unmount,
+ * and eviction of the unused inode from the cache.
+ */
+START_TEST(test_lazy_times)
+{
+	struct timespec m0, m1, m2, m3;
+	struct mqfs_entry e;
+	struct t_file tf;
+	struct t_fs t;
+	uint8_t *blk;
+	char name[32];
+
+	ck_assert_int_eq(posix_memalign((void **)&blk, 4096, 4096), 0);
+	t_fs_make_opts(&t, T_SIZE, 0, true);
+	t_file_create(&t, &tf, "lazy", O_RDWR);
+	m0 = t_overwrite(&tf, blk, 1);		/* allocating: journaled */
+	ck_assert_int_eq(mqfs_fsync(t.fs, tf.ino, false), 0);
+	ck_assert(t_ts_eq(t_record_mtime(t.fs, tf.ino), m0));
+	m1 = t_overwrite(&tf, blk, 2);
+	ck_assert(!t_ts_eq(m1, m0));
+	ck_assert_msg(t_ts_eq(t_record_mtime(t.fs, tf.ino), m0),
+		      "an overwrite wrote its inode record");
+	ck_assert_int_eq(mqfs_fsync(t.fs, tf.ino, true), 0);
+	ck_assert(t_ts_eq(t_record_mtime(t.fs, tf.ino), m1));
+	t_file_close(&tf);
+	t_fs_crash(&t);
+	t_file_reopen(&tf);
+	ck_assert_msg(t_ts_eq(t_stat(&tf).st_mtim, m1), "fsync'd mtime lost");
+	/* Unmount writes them. */
+	m2 = t_overwrite(&tf, blk, 3);
+	t_file_close(&tf);
+	t_fs_remount(&t);
+	t_file_reopen(&tf);
+	ck_assert_msg(t_ts_eq(t_stat(&tf).st_mtim, m2), "lost at unmount");
+	/* Nor are they lost when the unused inode is pushed out of a small
+	 * cache by 600 others (it keeps 512 unused; the commit thread may
+	 * take them first, as a commit would). */
+	t_file_close(&tf);
+	t_fs_unmount(&t);
+	t.mount.meta_cache_bytes = 256 * T_KIB;
+	t_fs_mount(&t);
+	t_file_reopen(&tf);
+	m3 = t_overwrite(&tf, blk, 4);
+	t_file_close(&tf);
+	for (int i = 0; i < 600; i++) {
+		snprintf(name, sizeof(name), "other%d", i);
+		ck_assert_int_eq(mqfs_mknod(t.fs, MQFS_ROOT_INO, name,
+					    S_IFREG | 0644, 0, 0, 0, &e), 0);
+		mqfs_forget(t.fs, e.ino, 1);
+	}
+	ck_assert_msg(t_ts_eq(t_record_mtime(t.fs, tf.ino), m3),
+		      "eviction lost the times");
+	ck_assert_int_eq(mqfs_lookup(t.fs, MQFS_ROOT_INO, "lazy", &e), 0);
+	ck_assert(t_ts_eq(e.st.st_mtim, m3));
+	t_file_reopen(&tf);
+	t_file_free(&tf);
+	t_fs_destroy(&t);
+	free(blk);
+}
+END_TEST
+
 static Suite *file_suite(void)
 {
 	Suite *s = suite_create("file");
@@ -1122,6 +1219,7 @@ static Suite *file_suite(void)
 	tcase_add_test(tc, test_truncate_interrupted);
 	tcase_add_loop_test(tc, test_random_ops, 0, 2);
 	tcase_add_test(tc, test_threads);
+	tcase_add_test(tc, test_lazy_times);
 	suite_add_tcase(s, tc);
 	return s;
 }
