@@ -2,6 +2,7 @@
 noinst_HEADERS += \
 	%reldir%/mqfs/format.h \
 	%reldir%/mqfs/fs.h \
+	%reldir%/mqfs/inflight.h \
 	%reldir%/mqfs/blk.h \
 	%reldir%/mqfs/clock.h \
 	%reldir%/mqfs/compiler.h \

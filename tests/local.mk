@@ -69,4 +69,5 @@ include tests/unit/extent.mk
 include tests/unit/dir.mk
 include tests/unit/fsck.mk
 include tests/unit/wback.mk
+include tests/unit/fuse.mk
 include tests/integration/local.mk

@@ -20,6 +20,9 @@
 #define MQ_MAX(a, b)		((a) > (b) ? (a) : (b))
 #define MQ_DIV_ROUND_UP(n, d)	(((n) + (d) - 1) / (d))
 #define MQ_ALIGN_UP(n, a)	(((n) + (a) - 1) & ~((__typeof__(n))(a) - 1))
+/* A macro's value as a string literal (defaults in help texts). */
+#define MQ_STR_(x)		#x
+#define MQ_STR(x)		MQ_STR_(x)
 
 #define mq_container_of(ptr, type, member) \
 	((type *)((char *)(ptr) - offsetof(type, member)))

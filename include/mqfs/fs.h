@@ -93,6 +93,11 @@ enum {
 	MQFS_SET_ATIME_NOW	= 1u << 7,
 	MQFS_SET_MTIME_NOW	= 1u << 8,
 	MQFS_SET_CTIME		= 1u << 10,
+	/*
+	 * Drop privileges as the VFS does for a write, truncate or chown:
+	 * S_ISUID, S_ISGID when group-executable, and the file capabilities.
+	 */
+	MQFS_SET_KILL_SUIDGID	= 1u << 11,
 };
 int mqfs_setattr(struct mqfs_fs *fs, uint64_t ino, const struct stat *attr,
 		 unsigned to_set, struct stat *out);
@@ -159,17 +164,48 @@ void mqfs_file_set_dontcache(struct mqfs_file *f);
 int mqfs_flush(struct mqfs_fs *fs, struct mqfs_file *f);
 
 /*
- * Asynchronous read: @done gets the data (a buffer valid only during the
- * call) and its length, or a negative errno in @res.
+ * struct mqfs_io - the filesystem's state for one asynchronous read or
+ * write in flight.  The caller provides it with its request (a FUSE
+ * request slot, a test's stack frame), so nothing is allocated per I/O;
+ * it must stay put from the call until @done has run.  Opaque.
+ */
+#define MQFS_IO_BYTES		512
+struct mqfs_io {
+	_Alignas(16) unsigned char opaque[MQFS_IO_BYTES];
+};
+
+/* Bytes of read buffer a read of @size bytes at @off needs (whole blocks). */
+#define MQFS_READ_ROOM(off, size) \
+	((((uint64_t)(off) & 4095) + (uint64_t)(size) + 4095) & ~(uint64_t)4095)
+
+/*
+ * Asynchronous read of [off, off+size).  The device reads straight into
+ * @buf: 4 KiB-aligned memory of MQFS_READ_ROOM(off, size) bytes, the
+ * data at @buf + off % 4096.  @done gets a pointer to the data (into
+ * @buf, or into a read-ahead window: valid during the call only) and
+ * its length, or a negative errno in @res.
  */
 typedef void (*mqfs_read_done_t)(void *arg, const void *data, ssize_t res);
 typedef void (*mqfs_write_done_t)(void *arg, ssize_t res);
 void mqfs_read(struct mqfs_fs *fs, struct mqfs_file *f, uint64_t off,
-	       size_t size, mqfs_read_done_t done, void *arg);
-/* @data is copied before mqfs_write returns. */
+	       size_t size, void *buf, struct mqfs_io *io,
+	       mqfs_read_done_t done, void *arg);
+/*
+ * A write by a caller without CAP_FSETID is about to happen: drop the
+ * privileges first (MQFS_SET_KILL_SUIDGID), when there are any; cheap
+ * when there are none (the common case).  1 when the attributes changed
+ * (a front end that caches them should say so), 0, or -errno.
+ */
+int mqfs_file_kill_priv(struct mqfs_fs *fs, struct mqfs_file *f);
+/*
+ * Asynchronous write.  @data must stay valid and unchanged until both
+ * mqfs_write has returned and @done has been called (in either order):
+ * whole blocks at a 4 KiB-aligned @data are written to the device from
+ * where they are, and the write-behind copies after answering.
+ */
 void mqfs_write(struct mqfs_fs *fs, struct mqfs_file *f, uint64_t off,
-		const void *data, size_t size, mqfs_write_done_t done,
-		void *arg);
+		const void *data, size_t size, struct mqfs_io *io,
+		mqfs_write_done_t done, void *arg);
 int mqfs_fsync(struct mqfs_fs *fs, uint64_t ino, bool datasync);
 /* @mode as fallocate(2): 0, KEEP_SIZE, PUNCH_HOLE|KEEP_SIZE, ZERO_RANGE. */
 int mqfs_fallocate(struct mqfs_fs *fs, uint64_t ino, int mode, uint64_t off,

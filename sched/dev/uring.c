@@ -489,6 +489,26 @@ static int uring_poll(struct mq_hw_queue *hctx, unsigned min_complete)
 	return uring_poll_queue(uq, min_complete);
 }
 
+/*
+ * The caller's memory as fixed buffers.  Registration pins it, which
+ * RLIMIT_MEMLOCK may refuse an unprivileged caller: on the first ring
+ * the device then goes on without (plain reads and writes), said once;
+ * a later ring must do as the first did.
+ */
+static int uring_register_bufs(struct uring_dev *ud, struct uring_queue *uq)
+{
+	int ret = io_uring_register_buffers(&uq->ring, ud->bufs, ud->nr_bufs);
+
+	if (!ret || uq->index)
+		return ret;
+	fprintf(stderr, "mqfs: uring %s: fixed buffers refused (%s): "
+		"plain I/O\n", ud->dev.name, strerror(-ret));
+	free(ud->bufs);
+	ud->bufs = NULL;
+	ud->nr_bufs = 0;
+	return 0;
+}
+
 static int uring_ring_init(struct uring_dev *ud, struct uring_queue *uq)
 {
 	struct io_uring_params p = { 0 };
@@ -509,7 +529,7 @@ static int uring_ring_init(struct uring_dev *ud, struct uring_queue *uq)
 	if (ud->fixed_file)
 		ret = io_uring_register_files(&uq->ring, &ud->fd, 1);
 	if (!ret && ud->nr_bufs)
-		ret = io_uring_register_buffers(&uq->ring, ud->bufs, ud->nr_bufs);
+		ret = uring_register_bufs(ud, uq);
 	if (ret)
 		io_uring_queue_exit(&uq->ring);
 	return ret;

@@ -15,7 +15,7 @@
 #define ATTR_CHANGES	(MQFS_SET_MODE | MQFS_SET_UID | MQFS_SET_GID | \
 			 MQFS_SET_SIZE | MQFS_SET_ATIME | MQFS_SET_MTIME | \
 			 MQFS_SET_ATIME_NOW | MQFS_SET_MTIME_NOW | \
-			 MQFS_SET_CTIME)
+			 MQFS_SET_CTIME | MQFS_SET_KILL_SUIDGID)
 
 int mqfs_getattr(struct mqfs_fs *fs, uint64_t ino, struct stat *st)
 {
@@ -76,6 +76,11 @@ static void attr_apply(struct mqfs_ino *ip, const struct stat *a,
 	pthread_mutex_lock(&ip->meta_lock);
 	if (to_set & MQFS_SET_MODE)
 		d->mode = (uint16_t)((d->mode & S_IFMT) | (a->st_mode & 07777));
+	if (to_set & MQFS_SET_KILL_SUIDGID && !S_ISDIR(d->mode)) {
+		d->mode &= (uint16_t)~S_ISUID;
+		if (d->mode & S_IXGRP)
+			d->mode &= (uint16_t)~S_ISGID;
+	}
 	if (to_set & MQFS_SET_UID)
 		d->uid = a->st_uid;
 	if (to_set & MQFS_SET_GID)
@@ -135,11 +140,41 @@ int mqfs_setattr(struct mqfs_fs *fs, uint64_t ino, const struct stat *attr,
 				    &size_changed);
 	if (!err && to_set)
 		err = attr_write(fs, ip, attr, to_set, size_changed);
+	if (!err && to_set & MQFS_SET_KILL_SUIDGID)
+		err = mqfs_xattr_kill_caps(fs, ip);
 	if (!err && out)
 		mqfs_inode_stat(fs, ip, out);
 	pthread_rwlock_unlock(&ip->lock);
 	mqfs_iput(fs, ip);
 	return err;
+}
+
+/* Anything to drop: suid, executable sgid, file capabilities? */
+static bool attr_has_priv(struct mqfs_fs *fs, struct mqfs_ino *ip)
+{
+	uint16_t mode;
+
+	pthread_mutex_lock(&ip->meta_lock);
+	mode = ip->d.mode;
+	pthread_mutex_unlock(&ip->meta_lock);
+	if (mode & S_ISUID || (mode & (S_ISGID | S_IXGRP)) == (S_ISGID | S_IXGRP))
+		return true;
+	return ip->d.xattr_blk && mqfs_xattr_has_caps(fs, ip);
+}
+
+int mqfs_file_kill_priv(struct mqfs_fs *fs, struct mqfs_file *f)
+{
+	struct mqfs_ino *ip = f->ip;
+	struct stat none = { 0 };
+	bool some;
+
+	mqfs_file_lock(ip, false);
+	some = attr_has_priv(fs, ip);
+	pthread_rwlock_unlock(&ip->lock);
+	if (!some)
+		return 0;
+	return mqfs_setattr(fs, ip->ino, &none, MQFS_SET_KILL_SUIDGID,
+			    NULL) ?: 1;
 }
 
 /* O_TRUNC: empty a regular file and set its times (lock exclusive). */

@@ -137,7 +137,11 @@ static int file_zero_partial(struct mqfs_fs *fs, struct mqfs_ino *ip,
 
 /* ---- asynchronous reads and overwrites --------------------------------- */
 
-/* One read or overwrite in flight: its bounce buffer and its bios. */
+/*
+ * One read or overwrite in flight, in the caller's struct mqfs_io.  The
+ * bios point into the caller's memory (@buf); only a write of data not
+ * 4 KiB-aligned in memory goes through a bounce buffer of its own.
+ */
 struct file_aio {
 	struct mqfs_fs *fs;
 	struct mqfs_ino *ip;
@@ -146,6 +150,7 @@ struct file_aio {
 	mqfs_write_done_t write_done;
 	void *arg;
 	char *buf;			/* whole blocks, 4 KiB aligned */
+	char *bounce;			/* @buf when it is ours, or NULL */
 	uint64_t nblocks;		/* @buf's size */
 	size_t skew, len;		/* the caller's bytes within @buf */
 	atomic_uint pending;
@@ -155,51 +160,54 @@ struct file_aio {
 	struct mq_bio inline_bios[FILE_AIO_INLINE];
 };
 
-static struct file_aio *file_aio_new(struct mqfs_fs *fs, struct mqfs_ino *ip,
-				     uint64_t nblocks)
-{
-	struct file_aio *a = calloc(1, sizeof(*a));
+_Static_assert(sizeof(struct file_aio) <= sizeof(struct mqfs_io),
+	       "struct file_aio must fit in struct mqfs_io");
+_Static_assert(_Alignof(struct file_aio) <= _Alignof(struct mqfs_io),
+	       "struct mqfs_io is aligned for struct file_aio");
 
-	if (!a)
-		return NULL;
-	a->buf = file_buf_alloc(fs, nblocks);
-	if (!a->buf) {
-		free(a);
-		return NULL;
-	}
-	a->fs = fs;
-	a->nblocks = nblocks;
-	a->ip = ip;
-	a->bios = a->inline_bios;
-	a->cap = FILE_AIO_INLINE;
+static struct file_aio *file_aio_init(struct mqfs_io *io, struct mqfs_fs *fs,
+				      struct mqfs_ino *ip, void *buf,
+				      uint64_t nblocks)
+{
+	struct file_aio *a = (struct file_aio *)io->opaque;
+
+	*a = (struct file_aio){ .fs = fs, .ip = ip, .buf = buf,
+				.nblocks = nblocks, .bios = a->inline_bios,
+				.cap = FILE_AIO_INLINE };
 	return a;
 }
 
+/* Only what the request allocated beyond its struct mqfs_io. */
 static void file_aio_free(struct file_aio *a)
 {
 	if (a->bios != a->inline_bios)
 		free(a->bios);
-	file_buf_free(a->fs, a->buf, a->nblocks);
-	free(a);
+	if (a->bounce)
+		file_buf_free(a->fs, a->bounce, a->nblocks);
 }
 
 /*
  * All bios are done.  The inode's I/O count drops before the reply: the
- * reply may let the front end release (and free) the inode.
+ * reply may let the front end release (and free) the inode.  Nothing of
+ * @a is touched after the callback: it may reuse the memory at once.
  */
 static void file_aio_complete(struct file_aio *a)
 {
 	int err = atomic_load(&a->error);
+	mqfs_write_done_t write_done = a->write_done;
+	mqfs_read_done_t read_done = a->read_done;
+	const char *data = a->buf + a->skew;
+	ssize_t res = err ? err : (ssize_t)a->len;
+	void *arg = a->arg;
 
 	mqfs_ino_dio_end(a->ip);
-	if (a->is_write) {
+	if (a->is_write)
 		mqfs_ino_data_changed(a->ip);
-		a->write_done(a->arg, err ? err : (ssize_t)a->len);
-	} else {
-		a->read_done(a->arg, err ? NULL : a->buf + a->skew,
-			     err ? err : (ssize_t)a->len);
-	}
 	file_aio_free(a);
+	if (write_done)
+		write_done(arg, res);
+	else
+		read_done(arg, err ? NULL : data, res);
 }
 
 static void file_aio_end_io(struct mq_bio *bio)
@@ -215,6 +223,20 @@ static void file_aio_end_io(struct mq_bio *bio)
 		file_aio_complete(a);
 }
 
+static int file_aio_grow(struct file_aio *a)
+{
+	struct mq_bio *nb = malloc(2 * a->cap * sizeof(*nb));
+
+	if (!nb)
+		return -ENOMEM;
+	memcpy(nb, a->bios, a->nbios * sizeof(*nb));
+	if (a->bios != a->inline_bios)
+		free(a->bios);
+	a->bios = nb;
+	a->cap *= 2;
+	return 0;
+}
+
 /* Add bios for @nblocks at @pblk from block @boff of the buffer. */
 static int file_aio_add(struct file_aio *a, enum mq_op op, uint64_t pblk,
 			uint64_t boff, uint32_t nblocks)
@@ -223,17 +245,8 @@ static int file_aio_add(struct file_aio *a, enum mq_op op, uint64_t pblk,
 		uint32_t n = MQ_MIN(nblocks, FILE_BIO_BLOCKS);
 		struct mq_bio *bio;
 
-		if (a->nbios == a->cap) {
-			struct mq_bio *nb = malloc(2 * a->cap * sizeof(*nb));
-
-			if (!nb)
-				return -ENOMEM;
-			memcpy(nb, a->bios, a->nbios * sizeof(*nb));
-			if (a->bios != a->inline_bios)
-				free(a->bios);
-			a->bios = nb;
-			a->cap *= 2;
-		}
+		if (a->nbios == a->cap && file_aio_grow(a))
+			return -ENOMEM;
 		bio = &a->bios[a->nbios++];
 		mq_bio_init(bio, op, mqfs_blk_to_sector(pblk),
 			    a->buf + boff * FILE_BS, (uint32_t)(n * FILE_BS),
@@ -248,8 +261,9 @@ static int file_aio_add(struct file_aio *a, enum mq_op op, uint64_t pblk,
 
 /*
  * Submit everything (the caller did mqfs_ino_dio_start).  The request
- * may complete and be freed before this returns: nothing of it is
- * touched after the last submission.
+ * may complete and its memory be reused before this returns: nothing of
+ * it is touched after the last submission.  The plug is sized by what
+ * is really issued (a nested plug raises the outer one's hint).
  */
 static void file_aio_submit(struct mqfs_fs *fs, struct file_aio *a)
 {
@@ -291,27 +305,29 @@ static int file_read_map(struct mqfs_fs *fs, struct file_aio *a,
 }
 
 void mqfs_read(struct mqfs_fs *fs, struct mqfs_file *f, uint64_t off,
-	       size_t size, mqfs_read_done_t done, void *arg)
+	       size_t size, void *buf, struct mqfs_io *io,
+	       mqfs_read_done_t done, void *arg)
 {
-	struct mqfs_ra_fill *fl = NULL;
+	struct mqfs_ra_win *w = NULL;
 
 	if (f->dontcache) {
 		if (mqfs_ra_serve(fs, f, off, size, done, arg))
 			return;
-		fl = mqfs_ra_note(fs, f, off, size);
+		w = mqfs_ra_note(fs, f, off, size);
 	}
 	/* Once this is answered only a claimed window keeps @f alive. */
-	mqfs_file_read_device(fs, f, off, size, done, arg);
-	mqfs_ra_start(fs, f, fl);
+	mqfs_file_read_device(fs, f, off, size, buf, io, done, arg);
+	mqfs_ra_start(fs, f, w);
 }
 
 void mqfs_file_read_device(struct mqfs_fs *fs, struct mqfs_file *f,
-			   uint64_t off, size_t size, mqfs_read_done_t done,
+			   uint64_t off, size_t size, void *buf,
+			   struct mqfs_io *io, mqfs_read_done_t done,
 			   void *arg)
 {
 	struct mqfs_ino *ip = f->ip;
 	struct file_aio *a;
-	uint64_t len, first;
+	uint64_t len, first, nblk;
 	int err;
 
 	mqfs_file_lock(ip, false);
@@ -327,17 +343,13 @@ void mqfs_file_read_device(struct mqfs_fs *fs, struct mqfs_file *f,
 	}
 	len = MQ_MIN((uint64_t)size, ip->d.size - off);
 	first = file_blk(off);
-	a = file_aio_new(fs, ip, file_blk_up(off + len) - first);
-	if (!a) {
-		pthread_rwlock_unlock(&ip->lock);
-		done(arg, NULL, -ENOMEM);
-		return;
-	}
+	nblk = file_blk_up(off + len) - first;
+	a = file_aio_init(io, fs, ip, buf, nblk);
 	a->skew = off & FILE_MASK;
 	a->len = (size_t)len;
 	a->read_done = done;
 	a->arg = arg;
-	err = file_read_map(fs, a, first, file_blk_up(off + len) - first);
+	err = file_read_map(fs, a, first, nblk);
 	if (err) {
 		pthread_rwlock_unlock(&ip->lock);
 		file_aio_free(a);
@@ -370,6 +382,21 @@ static int file_write_map(struct mqfs_fs *fs, struct file_aio *a,
 }
 
 /*
+ * The memory the device writes from: the caller's data where it lies
+ * when it is block-aligned (the FUSE front end receives it so), else a
+ * copy.  NULL only when no bounce buffer could be had.
+ */
+static char *file_write_mem(struct file_aio *a, const void *data, size_t size)
+{
+	if (!((uintptr_t)data & FILE_MASK))
+		return (char *)data;
+	a->bounce = file_buf_alloc(a->fs, a->nblocks);
+	if (a->bounce)
+		memcpy(a->bounce, data, size);
+	return a->bounce;
+}
+
+/*
  * The fast path: whole blocks, inside the file, all written already.
  * Only the times change, in memory: the next commit writes them
  * (mqfs_ino_touch_lazy).  False when the write needs the synchronous
@@ -377,23 +404,26 @@ static int file_write_map(struct mqfs_fs *fs, struct file_aio *a,
  */
 static bool file_write_fast(struct mqfs_fs *fs, struct mqfs_file *f,
 			    uint64_t off, const void *data, size_t size,
-			    mqfs_write_done_t done, void *arg)
+			    struct mqfs_io *io, mqfs_write_done_t done,
+			    void *arg)
 {
 	struct mqfs_ino *ip = f->ip;
-	struct file_aio *a = NULL;
+	struct file_aio *a;
 
 	if ((off | size) & FILE_MASK || f->flags & (O_APPEND | O_DSYNC))
 		return false;
 	mqfs_file_lock(ip, false);
 	if (off + size > ip->d.size)
 		goto slow;		/* extends the file */
-	a = file_aio_new(fs, ip, size / FILE_BS);
-	if (!a || file_write_map(fs, a, file_blk(off), size / FILE_BS) != 1)
+	a = file_aio_init(io, fs, ip, NULL, size / FILE_BS);
+	a->buf = file_write_mem(a, data, size);
+	if (!a->buf || file_write_map(fs, a, file_blk(off), a->nblocks) != 1) {
+		file_aio_free(a);
 		goto slow;
+	}
 	mqfs_ino_touch_lazy(fs, ip);
 	mqfs_ino_dio_start(ip);
 	pthread_rwlock_unlock(&ip->lock);
-	memcpy(a->buf, data, size);
 	a->is_write = true;
 	a->len = size;
 	a->write_done = done;
@@ -402,8 +432,6 @@ static bool file_write_fast(struct mqfs_fs *fs, struct mqfs_file *f,
 	return true;
 slow:
 	pthread_rwlock_unlock(&ip->lock);
-	if (a)
-		file_aio_free(a);
 	return false;
 }
 
@@ -667,8 +695,8 @@ static ssize_t file_write_slow(struct mqfs_fs *fs, struct mqfs_file *f,
 }
 
 void mqfs_write(struct mqfs_fs *fs, struct mqfs_file *f, uint64_t off,
-		const void *data, size_t size, mqfs_write_done_t done,
-		void *arg)
+		const void *data, size_t size, struct mqfs_io *io,
+		mqfs_write_done_t done, void *arg)
 {
 	int err = mqfs_fs_writable(fs);
 	ssize_t n;
@@ -683,7 +711,7 @@ void mqfs_write(struct mqfs_fs *fs, struct mqfs_file *f, uint64_t off,
 		return;
 	/* The direct way must not be overtaken by older write-behind. */
 	mqfs_wback_sync(fs, f->ip);
-	if (file_write_fast(fs, f, off, data, size, done, arg))
+	if (file_write_fast(fs, f, off, data, size, io, done, arg))
 		return;
 	n = file_write_slow(fs, f, off, data, size);
 	mqfs_ino_data_changed(f->ip);

@@ -22,6 +22,7 @@
 #include <stdint.h>
 #include "mqfs/blk.h"
 #include "mqfs/format.h"
+#include "mqfs/inflight.h"
 #include "mqfs/fs.h"
 #include "mqfs/list.h"
 #include "mqfs/rbtree.h"
@@ -286,12 +287,8 @@ struct mqfs_ino {
 	uint64_t nlookup;		/* FUSE lookups not yet forgotten */
 	unsigned open_count;
 	bool deleted;			/* freed: must not be written again */
-	/* Data I/O in flight without the lock (mqfs_ino_dio_*): counted
-	 * atomically; dio_lock/dio_cond only for a waiter. */
-	atomic_uint dio_count;
-	atomic_uint dio_waiters;
-	pthread_mutex_t dio_lock;
-	pthread_cond_t dio_cond;
+	/* Data I/O in flight without the lock (mqfs_ino_dio_*). */
+	struct mq_inflight dio;
 	/* Times changed in memory only: on the icache's lazy list (inode.c,
 	 * IC_LAZY_*), written by the next commit. */
 	atomic_uint lazy;
@@ -304,6 +301,8 @@ struct mqfs_ino {
 	atomic_uint_fast64_t data_gen;
 	/* The user.mqfs.cache policy + 1; 0 until xattr.c has read it. */
 	_Atomic uint8_t policy;
+	/* security.capability: XA_CAPS_* (xattr.c); 0 until it looked. */
+	_Atomic uint8_t caps;
 	struct mqfs_ino *hash_next;
 };
 
@@ -425,6 +424,15 @@ unsigned mqfs_dir_credits(struct mqfs_fs *fs);
 /* ---- extended attributes (xattr.c) -------------------------------------- */
 /* Implement the public mqfs_*xattr calls; freeing on inode delete: */
 int mqfs_xattr_drop(struct mqfs_handle *h, struct mqfs_ino *ip);
+/*
+ * File capabilities (security.capability), which a write or truncate by
+ * a caller without CAP_FSETID and any chown drop, as the VFS does (the
+ * front end asks FUSE_HANDLE_KILLPRIV_V2).  The answer is cached in the
+ * inode; caller holds ip->lock (either mode).
+ */
+bool mqfs_xattr_has_caps(struct mqfs_fs *fs, struct mqfs_ino *ip);
+/* Remove them (ip->lock held exclusively; a handle of its own). */
+int mqfs_xattr_kill_caps(struct mqfs_fs *fs, struct mqfs_ino *ip);
 /* The cache policy (MQFS_CACHE_XATTR) of @ip; caller holds ip->lock. */
 enum mqfs_cache_mode mqfs_xattr_policy(struct mqfs_fs *fs,
 				       struct mqfs_ino *ip);
@@ -438,15 +446,23 @@ int mqfs_xattr_inherit(struct mqfs_handle *h, struct mqfs_ino *dir,
 
 /* ---- file data (file.c) ------------------------------------------------- */
 
-/* One read-ahead window: [off, off+len) of the file in @buf. */
+/*
+ * One read-ahead window: [off, off+len) of the file at @data, inside
+ * @buf.  While it is READING, @io carries its device read (the window
+ * is the request: nothing is allocated per read ahead).
+ */
 struct mqfs_ra_win {
 	int state;
 	void *buf;
 	size_t cap;			/* @buf's size (databuf.c) */
+	const char *data;		/* @buf + off % 4096 */
 	uint64_t off;
 	size_t len;
 	bool eof;			/* the file ends inside it */
 	uint64_t gen;			/* ip->data_gen when it was read */
+	struct mqfs_fs *fs;
+	struct mqfs_ra *ra;
+	struct mqfs_io io;
 };
 
 /* An open file's read-ahead (readahead.c), under @lock. */
@@ -479,7 +495,8 @@ int mqfs_file_truncate(struct mqfs_fs *fs, struct mqfs_ino *ip,
 int mqfs_file_free_all(struct mqfs_fs *fs, struct mqfs_ino *ip);
 /* mqfs_read without the read-ahead window: from the device. */
 void mqfs_file_read_device(struct mqfs_fs *fs, struct mqfs_file *f,
-			   uint64_t off, size_t size, mqfs_read_done_t done,
+			   uint64_t off, size_t size, void *buf,
+			   struct mqfs_io *io, mqfs_read_done_t done,
 			   void *arg);
 /* The data of @ip changes (before the change and before its answer). */
 static inline void mqfs_ino_data_changed(struct mqfs_ino *ip)
@@ -514,12 +531,11 @@ bool mqfs_ra_serve(struct mqfs_fs *fs, struct mqfs_file *f, uint64_t off,
  * the reply may let the front end release @f, and release waits for a
  * claimed window, which keeps @f alive for mqfs_ra_start.
  */
-struct mqfs_ra_fill;
-struct mqfs_ra_fill *mqfs_ra_note(struct mqfs_fs *fs, struct mqfs_file *f,
-				  uint64_t off, size_t size);
+struct mqfs_ra_win *mqfs_ra_note(struct mqfs_fs *fs, struct mqfs_file *f,
+				 uint64_t off, size_t size);
 /* Start reading a claimed window (NULL: nothing). */
 void mqfs_ra_start(struct mqfs_fs *fs, struct mqfs_file *f,
-		   struct mqfs_ra_fill *fl);
+		   struct mqfs_ra_win *w);
 
 /*
  * ---- dontcache write-behind (wback.c) ------------------------------------

@@ -104,8 +104,7 @@ static struct ic_ent *ic_alloc(uint64_t ino)
 	e->ip.ino = ino;
 	pthread_rwlock_init(&e->ip.lock, NULL);
 	pthread_mutex_init(&e->ip.meta_lock, NULL);
-	pthread_mutex_init(&e->ip.dio_lock, NULL);
-	pthread_cond_init(&e->ip.dio_cond, NULL);
+	mq_inflight_init(&e->ip.dio);
 	mq_list_init(&e->ip.lazy_link);
 	mq_list_init(&e->lru);
 	return e;
@@ -115,8 +114,7 @@ static void ic_free(struct ic_ent *e)
 {
 	if (e->ip.dir_index)
 		mqfs_dir_index_free(&e->ip);
-	pthread_cond_destroy(&e->ip.dio_cond);
-	pthread_mutex_destroy(&e->ip.dio_lock);
+	mq_inflight_destroy(&e->ip.dio);
 	pthread_mutex_destroy(&e->ip.meta_lock);
 	pthread_rwlock_destroy(&e->ip.lock);
 	free(e);
@@ -1113,37 +1111,17 @@ void mqfs_igrab(struct mqfs_fs *fs, struct mqfs_ino *ip)
 
 void mqfs_ino_dio_start(struct mqfs_ino *ip)
 {
-	atomic_fetch_add(&ip->dio_count, 1);
+	mq_inflight_inc(&ip->dio);
 }
 
-/*
- * The waiter announces itself before it looks at the count, the last
- * I/O drops the count before it looks for waiters (both seq_cst): one
- * of them sees the other, and the wake-up is taken under the lock the
- * waiter sleeps on.
- */
 void mqfs_ino_dio_end(struct mqfs_ino *ip)
 {
-	unsigned old = atomic_fetch_sub(&ip->dio_count, 1);
-
-	MQ_ASSERT(old > 0);
-	if (old == 1 && atomic_load(&ip->dio_waiters)) {
-		pthread_mutex_lock(&ip->dio_lock);
-		pthread_cond_broadcast(&ip->dio_cond);
-		pthread_mutex_unlock(&ip->dio_lock);
-	}
+	mq_inflight_dec(&ip->dio);
 }
 
 void mqfs_ino_dio_wait(struct mqfs_ino *ip)
 {
 	/* The bios we wait for may sit in this thread's plug. */
 	mq_flush_plug();
-	if (!atomic_load(&ip->dio_count))
-		return;
-	pthread_mutex_lock(&ip->dio_lock);
-	atomic_fetch_add(&ip->dio_waiters, 1);
-	while (atomic_load(&ip->dio_count))
-		pthread_cond_wait(&ip->dio_cond, &ip->dio_lock);
-	atomic_fetch_sub(&ip->dio_waiters, 1);
-	pthread_mutex_unlock(&ip->dio_lock);
+	mq_inflight_wait(&ip->dio);
 }

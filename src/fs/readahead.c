@@ -26,7 +26,6 @@
  * write-behind pending.
  */
 #include <errno.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "fs_i.h"
@@ -64,32 +63,24 @@ void mqfs_ra_release(struct mqfs_fs *fs, struct mqfs_ra *ra)
 	pthread_mutex_destroy(&ra->lock);
 }
 
-struct mqfs_ra_fill {
-	struct mqfs_fs *fs;
-	struct mqfs_ra *ra;
-	struct mqfs_ra_win *w;
-};
-
 /* A window's device read is back (any thread, maybe before the call
- * that started it returned). */
+ * that started it returned): the data is in place, at @data. */
 static void ra_fill_done(void *arg, const void *data, ssize_t res)
 {
-	struct mqfs_ra_fill *fl = arg;
-	struct mqfs_ra *ra = fl->ra;
-	struct mqfs_ra_win *w = fl->w;
+	struct mqfs_ra_win *w = arg;
+	struct mqfs_ra *ra = w->ra;
 
 	pthread_mutex_lock(&ra->lock);
 	if (res > 0) {
-		memcpy(w->buf, data, (size_t)res);
+		w->data = data;
 		w->eof = (size_t)res < w->len;
 		w->len = (size_t)res;
 		w->state = RA_READY;
 	} else {
-		ra_drop(fl->fs, w);	/* EOF, or an error the reader meets */
+		ra_drop(w->fs, w);	/* EOF, or an error the reader meets */
 	}
 	pthread_cond_broadcast(&ra->cond);
 	pthread_mutex_unlock(&ra->lock);
-	free(fl);
 }
 
 /* The window holding [off, off+size) (or all of it up to EOF), if any. */
@@ -109,16 +100,18 @@ static struct mqfs_ra_win *ra_find(struct mqfs_ra *ra, uint64_t off,
 
 /*
  * Claim a free window after everything read or being read ahead, for a
- * reader of @size: the fill to start once ra->lock is dropped, or NULL.
+ * reader of @size: the window to start reading once ra->lock is
+ * dropped, or NULL.
  */
-static struct mqfs_ra_fill *ra_prepare(struct mqfs_fs *fs, struct mqfs_ra *ra,
-				       struct mqfs_ino *ip, size_t size)
+static struct mqfs_ra_win *ra_prepare(struct mqfs_fs *fs, struct mqfs_ra *ra,
+				      struct mqfs_ino *ip, size_t size)
 {
 	size_t len = MQ_MIN(MQ_MAX((size_t)RA_MIN, size * RA_PER_READ),
 			    (size_t)RA_MAX);
 	uint64_t start = ra->next;
 	struct mqfs_ra_win *w = NULL;
-	struct mqfs_ra_fill *fl;
+	size_t cap;
+	void *buf;
 
 	for (unsigned i = 0; i < 2; i++) {
 		struct mqfs_ra_win *x = &ra->win[i];
@@ -132,25 +125,29 @@ static struct mqfs_ra_fill *ra_prepare(struct mqfs_fs *fs, struct mqfs_ra *ra,
 	}
 	if (!w || mqfs_wback_pending(ip))
 		return NULL;
-	fl = malloc(sizeof(*fl));
-	w->buf = fl ? mqfs_databuf_get(fs, len) : NULL;
-	if (!w->buf) {
-		free(fl);
+	cap = (size_t)MQFS_READ_ROOM(start, len);
+	buf = mqfs_databuf_get(fs, cap);
+	if (!buf)
 		return NULL;
-	}
-	*fl = (struct mqfs_ra_fill){ .fs = fs, .ra = ra, .w = w };
-	*w = (struct mqfs_ra_win){ .state = RA_READING, .buf = w->buf,
-				   .cap = len, .off = start, .len = len,
-				   .gen = atomic_load(&ip->data_gen) };
-	return fl;
+	w->state = RA_READING;
+	w->buf = buf;
+	w->cap = cap;
+	w->data = NULL;
+	w->off = start;
+	w->len = len;
+	w->eof = false;
+	w->gen = atomic_load(&ip->data_gen);
+	w->fs = fs;
+	w->ra = ra;
+	return w;
 }
 
 void mqfs_ra_start(struct mqfs_fs *fs, struct mqfs_file *f,
-		   struct mqfs_ra_fill *fl)
+		   struct mqfs_ra_win *w)
 {
-	if (fl)
-		mqfs_file_read_device(fs, f, fl->w->off, fl->w->len,
-				      ra_fill_done, fl);
+	if (w)
+		mqfs_file_read_device(fs, f, w->off, w->len, w->buf, &w->io,
+				      ra_fill_done, w);
 }
 
 /*
@@ -169,7 +166,7 @@ static ssize_t ra_answer(struct mqfs_ra_win *w, struct mqfs_ino *ip,
 	if (w->gen != atomic_load(&ip->data_gen))
 		return -1;
 	n = (ssize_t)(MQ_MIN(off + size, w->off + w->len) - off);
-	done(arg, (const char *)w->buf + (off - w->off), n);
+	done(arg, w->data + (off - w->off), n);
 	return n;
 }
 
@@ -188,8 +185,7 @@ bool mqfs_ra_serve(struct mqfs_fs *fs, struct mqfs_file *f, uint64_t off,
 		   size_t size, mqfs_read_done_t done, void *arg)
 {
 	struct mqfs_ra *ra = &f->ra;
-	struct mqfs_ra_fill *fl = NULL;
-	struct mqfs_ra_win *w;
+	struct mqfs_ra_win *w, *next = NULL;
 	ssize_t n = -1;
 
 	pthread_mutex_lock(&ra->lock);
@@ -201,7 +197,7 @@ bool mqfs_ra_serve(struct mqfs_fs *fs, struct mqfs_file *f, uint64_t off,
 		if (ra->next >= w->off + w->len)
 			ra_drop(fs, w);		/* used up */
 		if (n > 0)
-			fl = ra_prepare(fs, ra, f->ip, size);
+			next = ra_prepare(fs, ra, f->ip, size);
 	} else {
 		/* Stale, or the reader went elsewhere: ready ones go. */
 		for (unsigned i = 0; i < 2; i++)
@@ -209,21 +205,21 @@ bool mqfs_ra_serve(struct mqfs_fs *fs, struct mqfs_file *f, uint64_t off,
 				ra_drop(fs, &ra->win[i]);
 	}
 	pthread_mutex_unlock(&ra->lock);
-	mqfs_ra_start(fs, f, fl);	/* @f lives: release waits for it */
+	mqfs_ra_start(fs, f, next);	/* @f lives: release waits for it */
 	return n >= 0;
 }
 
-struct mqfs_ra_fill *mqfs_ra_note(struct mqfs_fs *fs, struct mqfs_file *f,
-				  uint64_t off, size_t size)
+struct mqfs_ra_win *mqfs_ra_note(struct mqfs_fs *fs, struct mqfs_file *f,
+				 uint64_t off, size_t size)
 {
 	struct mqfs_ra *ra = &f->ra;
-	struct mqfs_ra_fill *fl = NULL;
+	struct mqfs_ra_win *w = NULL;
 
 	pthread_mutex_lock(&ra->lock);
 	ra->streak = off == ra->next ? ra->streak + 1 : 0;
 	ra->next = off + size;
 	if (ra->streak)
-		fl = ra_prepare(fs, ra, f->ip, size);
+		w = ra_prepare(fs, ra, f->ip, size);
 	pthread_mutex_unlock(&ra->lock);
-	return fl;
+	return w;
 }

@@ -302,18 +302,47 @@ int mqfs_xattr_inherit(struct mqfs_handle *h, struct mqfs_ino *dir,
 	return err;
 }
 
+/* ---- file capabilities --------------------------------------------------- */
+
+#define XA_CAPS_NAME	"security.capability"
+enum { XA_CAPS_UNKNOWN = 0, XA_CAPS_NONE, XA_CAPS_SOME };
+
+static bool xa_is_caps(const char *name)
+{
+	return !strcmp(name, XA_CAPS_NAME);
+}
+
+bool mqfs_xattr_has_caps(struct mqfs_fs *fs, struct mqfs_ino *ip)
+{
+	uint8_t cached = atomic_load(&ip->caps);
+	ssize_t n;
+
+	if (!ip->d.xattr_blk)
+		return false;
+	if (cached)
+		return cached == XA_CAPS_SOME;
+	n = xa_get_locked(fs, ip, XA_CAPS_NAME, strlen(XA_CAPS_NAME), NULL, 0);
+	/* An I/O error is not an answer: ask again next time. */
+	if (n >= 0 || n == -ENODATA)
+		atomic_store(&ip->caps, n >= 0 ? XA_CAPS_SOME : XA_CAPS_NONE);
+	return n >= 0;
+}
+
 /*
- * End an attribute change made in @h (@err its result): on success the
- * cached policy (when @is_policy) becomes @policy and ctime moves; the
+ * End an attribute change of @name made in @h (@err its result): on
+ * success the cached policy becomes @policy (for the policy's name) or
+ * the cached capability state follows (@removed), and ctime moves; the
  * inode and the handle close it.
  */
 static int xa_done(struct mqfs_handle *h, struct mqfs_ino *ip, int err,
-		   bool is_policy, enum mqfs_cache_mode policy)
+		   const char *name, bool removed, enum mqfs_cache_mode policy)
 {
 	int err2;
 
-	if (!err && is_policy)
+	if (!err && xa_is_policy(name))
 		atomic_store(&ip->policy, (uint8_t)(policy + 1));
+	if (!err && xa_is_caps(name))
+		atomic_store(&ip->caps, removed ? XA_CAPS_NONE : XA_CAPS_SOME);
 	if (!err) {
 		mqfs_touch(ip, false, false, true);
 		err = mqfs_inode_dirty(h, ip);
@@ -355,7 +384,7 @@ int mqfs_setxattr(struct mqfs_fs *fs, uint64_t ino, const char *name,
 	err = mqfs_trans_start(fs, XA_CREDITS, &h);
 	if (!err) {
 		err = xa_set_locked(&h, ip, name, len, value, size, flags);
-		err = xa_done(&h, ip, err, xa_is_policy(name), policy);
+		err = xa_done(&h, ip, err, name, false, policy);
 	}
 	pthread_rwlock_unlock(&ip->lock);
 	mqfs_iput(fs, ip);
@@ -512,8 +541,7 @@ int mqfs_removexattr(struct mqfs_fs *fs, uint64_t ino, const char *name)
 	err = ip->d.xattr_blk ? mqfs_trans_start(fs, XA_CREDITS, &h) : -ENODATA;
 	if (!err) {
 		err = xa_remove_locked(&h, ip, name, len);
-		err = xa_done(&h, ip, err, xa_is_policy(name),
-			      MQFS_CACHE_UNSET);
+		err = xa_done(&h, ip, err, name, true, MQFS_CACHE_UNSET);
 	}
 	pthread_rwlock_unlock(&ip->lock);
 	mqfs_iput(fs, ip);
@@ -524,4 +552,20 @@ int mqfs_removexattr(struct mqfs_fs *fs, uint64_t ino, const char *name)
 int mqfs_xattr_drop(struct mqfs_handle *h, struct mqfs_ino *ip)
 {
 	return ip->d.xattr_blk ? xa_free_block(h, ip) : 0;
+}
+
+int mqfs_xattr_kill_caps(struct mqfs_fs *fs, struct mqfs_ino *ip)
+{
+	struct mqfs_handle h;
+	int err;
+
+	if (!mqfs_xattr_has_caps(fs, ip))
+		return 0;
+	err = mqfs_trans_start(fs, XA_CREDITS, &h);
+	if (err)
+		return err;
+	err = xa_remove_locked(&h, ip, XA_CAPS_NAME, strlen(XA_CAPS_NAME));
+	if (err == -ENODATA)
+		err = 0;
+	return xa_done(&h, ip, err, XA_CAPS_NAME, true, MQFS_CACHE_UNSET);
 }

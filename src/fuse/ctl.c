@@ -9,7 +9,8 @@
  *   .mqfs/queue/iosched/<tunable>               the elevator's tunables
  *   .mqfs/queue/stat                            /sys/block/DEV/stat
  *   .mqfs/hctx<N>/{dispatched,run,requeues,dispatch_busy,tags,io}
- *   .mqfs/fs/{space,cache,journal}
+ *   .mqfs/fs/{space,cache,journal,dontcache}
+ *   .mqfs/fuse/{stat,conn}                      the FUSE engine, INIT
  *
  * The tree is fixed at mount: one node per name, inode number = base +
  * index, base above the filesystem's last inode so no real inode can
@@ -42,6 +43,7 @@ enum ctl_kind {
 	CTL_QSTAT,	/* queue/stat */
 	CTL_HCTX,	/* hctx<N>/<file>: @arg = N, @file below */
 	CTL_FS,		/* fs/<file> */
+	CTL_FUSE,	/* fuse/<file> */
 };
 
 enum ctl_hctx_file { HF_DISPATCHED, HF_RUN, HF_REQUEUES, HF_BUSY, HF_TAGS,
@@ -54,6 +56,9 @@ enum ctl_fs_file { FF_SPACE, FF_CACHE, FF_JOURNAL, FF_DONTCACHE, FF_COUNT };
 static const char *const ctl_fs_files[FF_COUNT] = {
 	"space", "cache", "journal", "dontcache",
 };
+
+enum ctl_fuse_file { UF_STAT, UF_CONN, UF_COUNT };
+static const char *const ctl_fuse_files[UF_COUNT] = { "stat", "conn" };
 
 struct mqfs_ctl_node {
 	const char *name;
@@ -159,15 +164,17 @@ static void ctl_add_hctx(struct mqfs_ctl *c, unsigned i)
 /* Upper bound of the nodes: dirs, queue names, tunables, hctx files. */
 static unsigned ctl_max_nodes(unsigned nr_hw)
 {
-	return 4 + 64 + 8 * 16 + 2 + nr_hw * (1 + HF_COUNT) + FF_COUNT;
+	return 5 + 64 + 8 * 16 + 2 + nr_hw * (1 + HF_COUNT) + FF_COUNT +
+	       UF_COUNT;
 }
 
-int mqfs_ctl_init(struct mqfs_ctl *c, struct mqfs_fs *fs)
+int mqfs_ctl_init(struct mqfs_ctl *c, struct mqfs_fs *fs,
+		  struct mqfs_daemon *d)
 {
 	struct mq_queue_stats st;
 	uint32_t dir;
 
-	*c = (struct mqfs_ctl){ .fs = fs, .q = mqfs_queue(fs),
+	*c = (struct mqfs_ctl){ .fs = fs, .q = mqfs_queue(fs), .d = d,
 				.base = mqfs_inode_count(fs) + 1,
 				.owner = getuid(), .group = getgid() };
 	mq_queue_get_stats(c->q, -1, &st);
@@ -190,6 +197,10 @@ int mqfs_ctl_init(struct mqfs_ctl *c, struct mqfs_fs *fs)
 	ctl_add(c, "fs", 0, CTL_DIR);
 	for (unsigned f = 0; f < FF_COUNT; f++)
 		ctl_add(c, ctl_fs_files[f], dir, CTL_FS)->file = (uint8_t)f;
+	dir = c->nr_nodes;
+	ctl_add(c, "fuse", 0, CTL_DIR);
+	for (unsigned f = 0; f < UF_COUNT; f++)
+		ctl_add(c, ctl_fuse_files[f], dir, CTL_FUSE)->file = (uint8_t)f;
 	return 0;
 }
 
@@ -529,6 +540,31 @@ static void text_fs(struct mqfs_ctl *c, const struct mqfs_ctl_node *n,
 			 "\n", s.journal_commits, s.journal_blocks);
 }
 
+/* The engine's counters, and what INIT and the bdi settled. */
+static void text_fuse(struct mqfs_ctl *c, const struct mqfs_ctl_node *n,
+		      struct mqfs_ctl_file *f)
+{
+	const struct mqfs_conn *k = &c->d->conn;
+	struct mqfs_engine_stats s;
+
+	if (n->file == UF_CONN) {
+		text_add(f, "transport dev\nprotocol 7.%u\nflags 0x%" PRIx64
+			 "\nmax_write %u\nmax_background %u\n"
+			 "writeback_cache %d\ndirect_io_allow_mmap %d\n"
+			 "bdi %s\n", k->minor, k->flags, k->max_write,
+			 k->max_background, k->writeback, k->mmap_direct,
+			 c->d->bdi);
+		return;
+	}
+	mqfs_engine_get_stats(&c->d->eng, &s);
+	text_add(f, "requests %" PRIu64 "\nasync %" PRIu64 "\ninflight %u"
+		 "\ninterrupts %" PRIu64 "\ncancelled %" PRIu64
+		 "\nmalformed %" PRIu64 "\nworkers %u\nmax_workers %u"
+		 "\nslots %u\nslot_waits %" PRIu64 "\n", s.requests, s.async,
+		 s.inflight, s.interrupts, s.cancelled, s.bad, s.workers,
+		 s.max_workers, s.slots, s.slot_waits);
+}
+
 static int text_attr(struct mqfs_ctl *c, const struct mqfs_ctl_node *n,
 		     struct mqfs_ctl_file *f)
 {
@@ -557,6 +593,9 @@ static int ctl_generate(struct mqfs_ctl *c, const struct mqfs_ctl_node *n,
 		return 0;
 	case CTL_FS:
 		text_fs(c, n, f);
+		return 0;
+	case CTL_FUSE:
+		text_fuse(c, n, f);
 		return 0;
 	}
 	return -EISDIR;

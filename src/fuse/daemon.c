@@ -145,7 +145,7 @@ void mqfs_bg_finish(void)
 	closelog();
 }
 
-static void signals_set(sigset_t *s)
+void mqfs_signals_set(sigset_t *s)
 {
 	sigemptyset(s);
 	sigaddset(s, SIGINT);
@@ -158,14 +158,6 @@ void mqfs_signals_block(void)
 {
 	sigset_t s;
 
-	signals_set(&s);
+	mqfs_signals_set(&s);
 	pthread_sigmask(SIG_BLOCK, &s, NULL);
-}
-
-void mqfs_signals_unblock(void)
-{
-	sigset_t s;
-
-	signals_set(&s);
-	pthread_sigmask(SIG_UNBLOCK, &s, NULL);
 }

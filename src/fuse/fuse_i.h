@@ -1,8 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * fuse_i.h - the FUSE daemon's private interfaces: its configuration
- * (opts.c), the low-level operations (ops.c) and the background start
- * (daemon.c), tied together by main.c.
+ * (opts.c), the control surface (ctl.c), its own FUSE protocol engine
+ * (decode.c, pool.c, engine.c, init.c), the operations (ops.c, reply.c),
+ * the writeback throttle (bdi.c) and the background start (daemon.c),
+ * tied together by main.c.  libfuse does the mounting and the option
+ * parsing; mqfs reads and answers /dev/fuse itself.
  */
 #ifndef MQFS_FUSE_I_H
 #define MQFS_FUSE_I_H
@@ -10,17 +13,25 @@
 #define FUSE_USE_VERSION 314
 #include <fuse_lowlevel.h>
 #include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <time.h>
 #include <sys/types.h>
+#include <sys/uio.h>
 #include "mqfs/blk.h"
 #include "mqfs/fs.h"
+#include "mqfs/inflight.h"
 #include "mqfs/mq_dev.h"
+#include "proto.h"
 
 /* ---- configuration (opts.c) -------------------------------------------- */
 
 /* mq-deadline tunables settable at mount, in the queue's vocabulary. */
 #define MQFS_NR_TUNABLES	7
+/* Defaults of fuse_bufs= and bdi_max_ratio= (DESIGN.md: how measured). */
+#define MQFS_DEFAULT_FUSE_BUFS		64
+#define MQFS_DEFAULT_BDI_MAX_RATIO	50
 
 /* The command line, parsed and checked. */
 struct mqfs_config {
@@ -35,6 +46,9 @@ struct mqfs_config {
 	bool plug;			/* handlers run inside a plug */
 	enum mqfs_cache_mode cache;	/* cache=, never UNSET */
 	struct mqfs_mount_opts mount;
+	unsigned workers;		/* FUSE worker threads (-s: 1) */
+	unsigned fuse_bufs;		/* request slots beyond the workers' */
+	unsigned bdi_max_ratio;		/* 0: leave the kernel's limits */
 };
 
 /*
@@ -59,9 +73,12 @@ struct mqfs_ctl_file;
  * Its inodes are @base .. @base + @nr_nodes - 1, above the filesystem's
  * last inode.  Writes: root or @owner (the mounting user) only.
  */
+struct mqfs_daemon;
+
 struct mqfs_ctl {
 	struct mqfs_fs *fs;
 	struct mq_queue *q;
+	struct mqfs_daemon *d;		/* fuse/: the engine's figures */
 	uint64_t base;
 	uid_t owner;
 	gid_t group;
@@ -73,7 +90,8 @@ struct mqfs_ctl {
 };
 
 /* After mqfs_mount; 0 or -ENOMEM. */
-int mqfs_ctl_init(struct mqfs_ctl *c, struct mqfs_fs *fs);
+int mqfs_ctl_init(struct mqfs_ctl *c, struct mqfs_fs *fs,
+		  struct mqfs_daemon *d);
 void mqfs_ctl_destroy(struct mqfs_ctl *c);
 /* @ino is a control inode. */
 bool mqfs_ctl_owns(const struct mqfs_ctl *c, uint64_t ino);
@@ -100,33 +118,244 @@ ssize_t mqfs_ctl_write(struct mqfs_ctl *c, struct mqfs_ctl_file *f,
 		       uid_t uid, const char *buf, size_t size);
 void mqfs_ctl_release(struct mqfs_ctl_file *f);
 
-/* ---- the running daemon (ops.c) ----------------------------------------- */
+/* ---- decoding requests (decode.c) ---------------------------------------- */
+
+/* A request from /dev/fuse, checked: every pointer lies inside it. */
+struct mqfs_fuse_msg {
+	const struct fuse_in_header *h;
+	const void *arg;		/* the opcode's struct, or NULL */
+	size_t arg_len;			/* bytes from @arg on (no extensions) */
+	const char *name[2];		/* its NUL-terminated names */
+	const void *data;		/* WRITE data, SETXATTR value, forgets */
+	size_t data_len;
+};
 
 /*
- * The session's userdata.  Set up before the session is mounted; @fs is
- * not NULL from then until the loop has ended and the I/O has drained.
+ * Check the @n bytes at @buf.  0; -EPROTO: shorter than a header (no
+ * unique to answer); -EIO: malformed (answer EIO); -ENOSYS: an opcode
+ * mqfs does not decode.  @m->h is set unless -EPROTO.
  */
-struct mqfs_daemon {
-	struct mqfs_fs *fs;
-	struct mqfs_ctl ctl;		/* set up with @fs */
-	bool plug;			/* see mqfs_config */
-	enum mqfs_cache_mode cache;	/* the mount's; files may differ */
-	unsigned max_background;	/* FUSE background requests */
-	/* Decided by init, read-only afterwards. */
-	bool writeback;			/* kernel writeback cache granted */
-	bool dont_mask;			/* umask is ours to apply */
-	/* Reads and writes whose completion has not replied yet. */
-	pthread_mutex_t lock;
-	pthread_cond_t idle;
+int mqfs_fuse_decode(const void *buf, size_t n, struct mqfs_fuse_msg *m);
+
+/* ---- request slots (pool.c) ----------------------------------------------- */
+
+/*
+ * A slot's memory: one page for the request headers, laid out so that
+ * a WRITE's data starts on the page after it, then room for a 1 MiB
+ * write or a 1 MiB read at any offset (MQFS_READ_ROOM), which is also
+ * the reply buffer of the requests that return data.
+ */
+#define MQFS_SLOT_HDR		4096u
+#define MQFS_SLOT_PAYLOAD	((1u << 20) + 4096u)
+#define MQFS_SLOT_BYTES		(MQFS_SLOT_HDR + MQFS_SLOT_PAYLOAD)
+#define MQFS_FUSE_MAX_WRITE	(1u << 20)
+#define MQFS_FUSE_MAX_PAGES	256u
+/* Where replies that carry data are built: past any request name. */
+#define MQFS_SLOT_SCRATCH	4096u
+
+/*
+ * struct mqfs_req - one request being served, and the receive slot it
+ * arrived in.  A worker reads into a free slot; the request owns it
+ * until it is answered and every user is done (@refs: the handler's,
+ * and an asynchronous completion's), then the slot goes back.
+ */
+struct mqfs_req {
+	struct mqfs_daemon *d;
+	int fd;				/* its channel: the reply goes there */
+	struct mqfs_fuse_msg m;
+	char *mem;			/* MQFS_SLOT_BYTES, in the arena */
+	char *payload;			/* mem + MQFS_SLOT_HDR, page aligned */
+	atomic_int refs;
+	/* An interruptible read: its unique until one side answers. */
+	bool cancellable;
+	_Atomic uint64_t live;
+	bool writeback;			/* FUSE_WRITE_CACHE: short -> ENOSPC */
+	size_t size;			/* a writeback write's bytes */
+	_Atomic uint32_t next;		/* pool free stack: index + 1 */
+	uint32_t index;
+	struct mqfs_io io;
+};
+
+/*
+ * The slots and their memory, one arena (registered with the io_uring
+ * driver as one fixed buffer), and a lock-free stack of free slots.
+ */
+struct mqfs_pool {
+	char *arena;
+	size_t bytes;
+	struct mqfs_req *reqs;
+	unsigned nr;
+	_Atomic uint64_t head;		/* ABA tag << 32 | index + 1 */
+	pthread_mutex_t lock;		/* only to sleep when all are busy */
+	pthread_cond_t cond;
+	atomic_uint waiters;
+	atomic_uint_fast64_t waits;	/* gets that had to sleep */
+};
+
+int mqfs_pool_create(struct mqfs_pool *p, unsigned nr);
+void mqfs_pool_destroy(struct mqfs_pool *p);
+/* A free slot; sleeps while every one is in use. */
+struct mqfs_req *mqfs_pool_get(struct mqfs_pool *p);
+void mqfs_pool_put(struct mqfs_pool *p, struct mqfs_req *r);
+
+/* ---- the protocol engine (engine.c) --------------------------------------- */
+
+/* What the engine counts, for .mqfs/fuse/stat. */
+struct mqfs_engine_stats {
+	uint64_t requests, async, interrupts, cancelled, bad;
+	uint64_t slot_waits;
+	unsigned slots, workers, max_workers;
 	unsigned inflight;
 };
 
-extern const struct fuse_lowlevel_ops mqfs_ll_ops;
+struct mqfs_worker;
 
+struct mqfs_engine {
+	bool inited;			/* mqfs_engine_init ran */
+	struct mqfs_pool pool;
+	/*
+	 * Workers: two at first; one more each time a handler blocked (took
+	 * over ENG_BLOCKED_NS) while no other worker was waiting for the
+	 * next request, up to @max_workers; they stay until the connection
+	 * goes.  Few waiters mean few wake-ups (every request queued wakes
+	 * a sleeping reader), and reads and writes never block a handler.
+	 */
+	unsigned max_workers;
+	struct mqfs_worker *workers;	/* each with its cloned channel */
+	struct mqfs_daemon *d;
+	int clone_fd;			/* a dup of the session's, to clone */
+	pthread_mutex_t spawn_lock;	/* @started, @stopping */
+	atomic_uint started;
+	bool stopping;
+	atomic_uint idle;		/* workers waiting in read() */
+	int done_fd;			/* eventfd: a worker ended */
+	bool debug;
+	atomic_bool initialized;	/* INIT answered */
+	/* Asynchronous requests not yet completed (the drain waits). */
+	struct mq_inflight inflight;
+	atomic_uint_fast64_t requests, async, interrupts, cancelled, bad;
+};
+
+/* Slots for @max_workers workers and @inflight requests in flight. */
+int mqfs_engine_init(struct mqfs_engine *e, unsigned max_workers,
+		     unsigned inflight, bool debug);
+/*
+ * Clone a channel per worker from @session_fd (libfuse's, which only
+ * mounts and unmounts) and start them.  When a worker ends (the
+ * connection went, or a read failed) @done_fd becomes readable.
+ */
+int mqfs_engine_start(struct mqfs_engine *e, struct mqfs_daemon *d,
+		      int session_fd);
+/* Wait for the workers (they end when the connection goes), then for
+ * every asynchronous request to complete. */
+void mqfs_engine_stop(struct mqfs_engine *e);
+void mqfs_engine_destroy(struct mqfs_engine *e);
+void mqfs_engine_get_stats(struct mqfs_engine *e, struct mqfs_engine_stats *s);
+
+/*
+ * Replies.  Each request is answered once, by one of these (FORGET and
+ * BATCH_FORGET by none): mqfs_reply_err with 0 or a negative errno,
+ * mqfs_reply with the reply's argument, mqfs_reply_iov with @iov[0]
+ * left for the header.  They return 0, or -ENOENT when the kernel no
+ * longer waits (interrupted, answered by an interrupt already, the
+ * connection gone): a reply that handed out a lookup gives it back then.
+ */
+int mqfs_reply_err(struct mqfs_req *r, int err);
+int mqfs_reply(struct mqfs_req *r, const void *arg, size_t len);
+int mqfs_reply_iov(struct mqfs_req *r, struct iovec *iov, int n);
+/* No reply (FORGET). */
+void mqfs_reply_none(struct mqfs_req *r);
+/*
+ * Tell the kernel its cached attributes of @ino are stale (a
+ * notification, written on @r's channel; safe inside a handler: it
+ * touches no page).
+ */
+void mqfs_notify_inval_attr(struct mqfs_req *r, uint64_t ino);
+/*
+ * The handler hands the request to an asynchronous completion, which
+ * calls mqfs_req_complete after its reply; with @cancellable an
+ * INTERRUPT may answer it first (EINTR): reads, which change nothing.
+ */
+void mqfs_req_async(struct mqfs_req *r, bool cancellable);
+void mqfs_req_complete(struct mqfs_req *r);
+
+/* ---- replies that carry structures (reply.c) -------------------------------- */
+
+void mqfs_fill_attr(struct fuse_attr *a, const struct stat *st);
+/* Entry and attribute cache times are whole seconds. */
+int mqfs_reply_entry(struct mqfs_req *r, const struct mqfs_entry *e,
+		     unsigned timeout);
+int mqfs_reply_noent(struct mqfs_req *r, unsigned timeout);
+int mqfs_reply_attr(struct mqfs_req *r, const struct stat *st,
+		    unsigned timeout);
+int mqfs_reply_open(struct mqfs_req *r, uint64_t fh, uint32_t open_flags);
+int mqfs_reply_create(struct mqfs_req *r, const struct mqfs_entry *e,
+		      unsigned timeout, uint64_t fh, uint32_t open_flags);
+int mqfs_reply_statfs(struct mqfs_req *r, const struct statvfs *sv);
+
+/* A READDIR(PLUS) reply being built in a slot's scratch space. */
+struct mqfs_dirbuf {
+	char *buf;
+	size_t size, len;
+	bool plus;
+	unsigned timeout;		/* plus: the entries' cache time */
+};
+
+bool mqfs_dirbuf_add(struct mqfs_dirbuf *b, const char *name, uint64_t ino,
+		     unsigned type, uint64_t next, const struct mqfs_entry *e);
+/* Each lookup a plus listing handed out (the reply did not arrive). */
+void mqfs_dirbuf_forget(const struct mqfs_dirbuf *b,
+			void (*forget)(void *arg, uint64_t ino), void *arg);
+
+/* ---- INIT and the connection (init.c) -------------------------------------- */
+
+/* What INIT settled, read-only afterwards. */
+struct mqfs_conn {
+	uint32_t minor;			/* the protocol minor in use */
+	uint64_t flags;			/* granted FUSE_* (flags2 << 32) */
+	unsigned max_write, max_background;
+	bool writeback;			/* kernel writeback cache */
+	bool mmap_direct;		/* DIRECT_IO_ALLOW_MMAP */
+};
+
+void mqfs_fuse_init(struct mqfs_req *r);
+
+/* ---- the operations (ops.c) ------------------------------------------------ */
+
+/*
+ * The daemon: the filesystem, the control surface, the engine and what
+ * the handlers need.  @fs is set before the engine starts and stays
+ * until it has stopped.
+ */
+struct mqfs_daemon {
+	struct mqfs_fs *fs;
+	struct mqfs_ctl ctl;
+	struct mqfs_engine eng;
+	struct mqfs_conn conn;
+	bool plug;			/* handlers run inside a plug */
+	enum mqfs_cache_mode cache;	/* the mount's; files may differ */
+	unsigned max_background;	/* asked for at INIT */
+	char bdi[96];			/* what mqfs_bdi_set did */
+};
+
+/* Serve one decoded request (any opcode but INIT and INTERRUPT). */
+void mqfs_ops_dispatch(struct mqfs_req *r);
 void mqfs_daemon_init(struct mqfs_daemon *d, const struct mqfs_config *cfg);
-/* Wait until every asynchronous read and write has replied. */
-void mqfs_daemon_drain(struct mqfs_daemon *d);
 void mqfs_daemon_destroy(struct mqfs_daemon *d);
+
+/* ---- the writeback throttle (bdi.c) ----------------------------------------- */
+
+/*
+ * The mount's backing-device limits: a FUSE bdi starts with
+ * strict_limit=1 and max_ratio=1 (1 % of the dirty limit), which
+ * throttles cache=kernel writers long before the device is busy.
+ * @max_ratio 0 leaves the kernel's; otherwise strict_limit goes to 0 and
+ * max_ratio to @max_ratio.  Root only; what was done goes to @report.
+ * @path is the mount point resolved before the mount (a stat of it now
+ * would wait for the daemon).
+ */
+void mqfs_bdi_set(const char *path, unsigned max_ratio, char *report,
+		  size_t cap);
 
 /* ---- background start and logging (daemon.c) ---------------------------- */
 
@@ -147,11 +376,11 @@ void mqfs_bg_ready(int status);
 /* Flush and stop the syslog forwarder (before exit). */
 void mqfs_bg_finish(void);
 /*
- * Block the termination signals in the calling thread so that helper
- * threads started meanwhile inherit the mask (libfuse's handlers must
- * run on the thread waiting in the session loop); unblock before it.
+ * The termination signals (INT, TERM, HUP, QUIT), blocked in the main
+ * thread before any other starts, so that every thread inherits the
+ * mask; the main thread takes them from a signalfd and unmounts.
  */
+void mqfs_signals_set(sigset_t *s);
 void mqfs_signals_block(void);
-void mqfs_signals_unblock(void);
 
 #endif /* MQFS_FUSE_I_H */

@@ -1,13 +1,24 @@
 # SPDX-License-Identifier: MIT
-# The FUSE daemon: mqfs DEVICE MOUNTPOINT [-o options].
-bin_PROGRAMS += mqfs
-mqfs_SOURCES = \
+# The FUSE daemon: mqfs DEVICE MOUNTPOINT [-o options].  Everything but
+# main.c is a library of its own, so the unit tests can link the engine.
+noinst_LIBRARIES += libmqfuse.a
+libmqfuse_a_SOURCES = \
 	%reldir%/fuse_i.h \
-	%reldir%/main.c \
+	%reldir%/proto.h \
 	%reldir%/opts.c \
 	%reldir%/daemon.c \
+	%reldir%/decode.c \
+	%reldir%/pool.c \
+	%reldir%/engine.c \
+	%reldir%/init.c \
+	%reldir%/reply.c \
 	%reldir%/ops.c \
+	%reldir%/bdi.c \
 	%reldir%/ctl.c
+libmqfuse_a_CFLAGS = $(AM_CFLAGS) $(FUSE_CFLAGS)
+
+bin_PROGRAMS += mqfs
+mqfs_SOURCES = %reldir%/main.c
 mqfs_CFLAGS = $(AM_CFLAGS) $(FUSE_CFLAGS)
-mqfs_LDADD = $(CORE_LIBS) $(FUSE_LIBS)
+mqfs_LDADD = libmqfuse.a $(CORE_LIBS) $(FUSE_LIBS)
 dist_man_MANS += man/mqfs.8

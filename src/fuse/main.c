@@ -2,7 +2,8 @@
 /*
  * main.c - mqfs DEVICE MOUNTPOINT [-o options]: open the device through
  * the io_uring driver, build its queue, mount the filesystem, serve FUSE
- * until unmounted, and take it all down in reverse order.
+ * (engine.c) until unmounted or signalled (SIGINT, SIGTERM, SIGHUP,
+ * SIGQUIT: unmount), and take it all down in reverse order.
  *
  * Exit status: 0 only when the filesystem was unmounted cleanly; 1 for a
  * bad command line, a failure before the mount (nothing is left mounted),
@@ -15,7 +16,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
+#include <signal.h>
 #include <sys/file.h>
+#include <sys/signalfd.h>
 #include <unistd.h>
 #include "fuse_i.h"
 
@@ -26,7 +30,8 @@ struct mqfs_run {
 	struct mq_dev *dev;
 	struct mq_queue *q;
 	int lock_fd;			/* holds the device's flock, or -1 */
-	bool handlers;			/* libfuse's signal handlers set */
+	char *mnt;			/* the mount point, resolved */
+	bool mounted;
 	struct mqfs_wback_stats wback;	/* at unmount, for stats= */
 };
 
@@ -51,6 +56,33 @@ static int run_lock_device(struct mqfs_run *r)
 	return 0;	/* no flock here (some network filesystems) */
 }
 
+/*
+ * The request slots, registered with every ring of the device as one
+ * fixed buffer before its queues exist: writes go out of them and reads
+ * land in them without the kernel pinning pages per I/O.
+ */
+static int run_engine(struct mqfs_run *r)
+{
+	struct mqfs_engine *e = &r->d.eng;
+	struct iovec iov;
+	int ret;
+
+	ret = mqfs_engine_init(e, r->cfg.workers, r->cfg.fuse_bufs,
+			       r->cfg.cmd.debug);
+	if (ret) {
+		fprintf(stderr, "mqfs: %u request buffers: %s\n",
+			r->cfg.workers + r->cfg.fuse_bufs, strerror(-ret));
+		return ret;
+	}
+	iov = (struct iovec){ .iov_base = e->pool.arena,
+			      .iov_len = e->pool.bytes };
+	ret = mq_uring_register_buffers(r->dev, &iov, 1);
+	if (ret)
+		fprintf(stderr, "mqfs: %s: request buffers not registered: "
+			"%s\n", r->cfg.device, strerror(-ret));
+	return 0;
+}
+
 /* Device, queue, tunables, filesystem: everything before the FUSE mount. */
 static int run_open(struct mqfs_run *r)
 {
@@ -65,6 +97,9 @@ static int run_open(struct mqfs_run *r)
 			strerror(-ret));
 		return ret;
 	}
+	ret = run_engine(r);
+	if (ret)
+		return ret;
 	r->q = mq_queue_create(r->dev, &r->cfg.queue);
 	if (!r->q) {
 		fprintf(stderr, "mqfs: %s: cannot create the I/O queue "
@@ -80,45 +115,80 @@ static int run_open(struct mqfs_run *r)
 			strerror(-ret));
 		return ret;
 	}
-	ret = mqfs_ctl_init(&r->d.ctl, r->d.fs);
+	ret = mqfs_ctl_init(&r->d.ctl, r->d.fs, &r->d);
 	if (ret)
 		fprintf(stderr, "mqfs: %s: control surface: %s\n", dev,
 			strerror(-ret));
 	return ret;
 }
 
+/* The FUSE mount, its writeback limits, and the workers serving it. */
 static int run_mount(struct mqfs_run *r)
 {
-	if (fuse_set_signal_handlers(r->se)) {
-		fprintf(stderr, "mqfs: cannot set the signal handlers\n");
-		return -EIO;
-	}
-	r->handlers = true;
-	if (fuse_session_mount(r->se, r->cfg.cmd.mountpoint)) {
-		fprintf(stderr, "mqfs: cannot mount %s on %s\n", r->cfg.device,
-			r->cfg.cmd.mountpoint);
-		return -EIO;
-	}
-	return 0;
-}
-
-static int run_serve(struct mqfs_run *r)
-{
-	const struct fuse_cmdline_opts *cmd = &r->cfg.cmd;
-	struct fuse_loop_config *lc;
 	int ret;
 
-	if (cmd->singlethread)
-		return fuse_session_loop(r->se);
-	lc = fuse_loop_cfg_create();
-	if (!lc)
-		return -ENOMEM;
-	fuse_loop_cfg_set_clone_fd(lc, (unsigned)cmd->clone_fd);
-	fuse_loop_cfg_set_max_threads(lc, cmd->max_threads);
-	if (cmd->max_idle_threads != UINT_MAX)
-		fuse_loop_cfg_set_idle_threads(lc, cmd->max_idle_threads);
-	ret = fuse_session_loop_mt(r->se, lc);
-	fuse_loop_cfg_destroy(lc);
+	/* Resolved now: once mounted, a stat of it waits for the workers. */
+	r->mnt = realpath(r->cfg.cmd.mountpoint, NULL);
+	if (!r->mnt) {
+		fprintf(stderr, "mqfs: %s: %s\n", r->cfg.cmd.mountpoint,
+			strerror(errno));
+		return -errno;
+	}
+	if (fuse_session_mount(r->se, r->mnt)) {
+		fprintf(stderr, "mqfs: cannot mount %s on %s\n", r->cfg.device,
+			r->mnt);
+		return -EIO;
+	}
+	r->mounted = true;
+	mqfs_bdi_set(r->mnt, r->cfg.bdi_max_ratio, r->d.bdi,
+		     sizeof(r->d.bdi));
+	ret = mqfs_engine_start(&r->d.eng, &r->d, fuse_session_fd(r->se));
+	if (ret)
+		fprintf(stderr, "mqfs: cannot start the FUSE workers: %s\n",
+			strerror(-ret));
+	else if (r->cfg.cmd.foreground)
+		fprintf(stderr, "mqfs: %s on %s: up to %u workers, %u request "
+			"buffers, writeback limits: %s\n", r->cfg.device,
+			r->mnt, r->d.eng.max_workers, r->d.eng.pool.nr,
+			r->d.bdi);
+	return ret;
+}
+
+/* The libfuse unmount: lazy, as fusermount3 -u -z. */
+static void run_unmount(struct mqfs_run *r)
+{
+	if (r->mounted) {
+		fuse_session_unmount(r->se);
+		r->mounted = false;
+	}
+}
+
+/*
+ * Serve until the connection goes (fusermount3 -u, umount) or a signal
+ * asks for the unmount; a worker that ends tells us through the engine's
+ * eventfd.  Then every worker and every asynchronous request is done.
+ */
+static int run_serve(struct mqfs_run *r)
+{
+	struct pollfd pfd[2] = {
+		{ .fd = -1, .events = POLLIN },
+		{ .fd = r->d.eng.done_fd, .events = POLLIN },
+	};
+	sigset_t set;
+	int ret = 0;
+
+	mqfs_signals_set(&set);
+	pfd[0].fd = signalfd(-1, &set, SFD_CLOEXEC);
+	if (pfd[0].fd < 0) {
+		ret = -errno;
+		fprintf(stderr, "mqfs: signalfd: %s\n", strerror(-ret));
+	}
+	while (poll(pfd, 2, -1) < 0 && errno == EINTR)
+		;
+	if (pfd[0].fd >= 0)
+		close(pfd[0].fd);
+	run_unmount(r);
+	mqfs_engine_stop(&r->d.eng);
 	return ret;
 }
 
@@ -151,20 +221,18 @@ static void run_write_stats(struct mqfs_run *r)
 	fclose(f);
 }
 
-/* The FUSE session first (its destroy op syncs), then fs, queue, device. */
+/* The FUSE session first, then fs, queue, device. */
 static int run_close(struct mqfs_run *r)
 {
 	int ret = 0;
 
 	if (r->se) {
-		fuse_session_unmount(r->se);
-		if (r->handlers)
-			fuse_remove_signal_handlers(r->se);
+		run_unmount(r);
+		mqfs_engine_stop(&r->d.eng);
 		fuse_session_destroy(r->se);
 		r->se = NULL;
 	}
 	if (r->d.fs) {
-		/* The session's destroy wrote everything back already. */
 		mqfs_get_wback_stats(r->d.fs, &r->wback);
 		ret = mqfs_unmount(r->d.fs);
 		if (ret)
@@ -179,16 +247,18 @@ static int run_close(struct mqfs_run *r)
 		mq_dev_close(r->dev);
 	if (r->lock_fd >= 0)
 		close(r->lock_fd);
+	free(r->mnt);
 	return ret;
 }
 
 static int run(struct mqfs_run *r, struct fuse_args *args)
 {
+	/* libfuse mounts and unmounts; the requests are mqfs's (engine.c). */
+	static const struct fuse_lowlevel_ops no_ops;
 	bool went_ro;
-	int ret, loop;
+	int ret, serve;
 
-	r->se = fuse_session_new(args, &mqfs_ll_ops, sizeof(mqfs_ll_ops),
-				 &r->d);
+	r->se = fuse_session_new(args, &no_ops, sizeof(no_ops), NULL);
 	if (!r->se) {
 		/* libfuse named the option; ours are checked already. */
 		fprintf(stderr, "mqfs: see mqfs -h for the options\n");
@@ -197,7 +267,9 @@ static int run(struct mqfs_run *r, struct fuse_args *args)
 	ret = mqfs_bg_start(r->cfg.cmd.foreground);
 	if (ret)
 		goto out;
+	/* Every thread started from here on inherits the blocked mask. */
 	mqfs_signals_block();
+	signal(SIGPIPE, SIG_IGN);
 	ret = run_open(r);
 	if (!ret)
 		ret = run_mount(r);
@@ -206,13 +278,7 @@ static int run(struct mqfs_run *r, struct fuse_args *args)
 		goto out;
 	if (chdir("/"))
 		fprintf(stderr, "mqfs: chdir /: %s\n", strerror(errno));
-	mqfs_signals_unblock();
-	loop = run_serve(r);
-	if (loop < 0)
-		fprintf(stderr, "mqfs: %s: session loop: %s\n",
-			r->cfg.device, strerror(-loop));
-	/* Every asynchronous read and write answers before the session goes. */
-	mqfs_daemon_drain(&r->d);
+	serve = run_serve(r);
 	/* A rw mount that is read-only now met corrupt metadata. */
 	went_ro = !r->cfg.mount.readonly && mqfs_is_readonly(r->d.fs);
 	ret = run_close(r);
@@ -221,7 +287,7 @@ static int run(struct mqfs_run *r, struct fuse_args *args)
 			"read-only; run fsck.mqfs\n", r->cfg.device);
 		ret = ret ? ret : -EUCLEAN;
 	}
-	return ret ? ret : loop < 0 ? loop : 0;
+	return ret ? ret : serve;
 out:
 	run_close(r);
 	return ret;

@@ -24,7 +24,7 @@ static const char *const tunable_names[MQFS_NR_TUNABLES] = {
 struct opts_raw {
 	char *sched, *queue_depth, *nr_requests, *nr_hw_queues, *plug;
 	char *complete_delay_us, *cache, *errors, *meta_cache, *commit;
-	char *stats, *dontcache_dirty;
+	char *stats, *dontcache_dirty, *fuse_bufs, *bdi_max_ratio;
 	char *tunables[MQFS_NR_TUNABLES];
 	int sqpoll, ro, fsname;
 	char *device;
@@ -48,6 +48,8 @@ static const struct fuse_opt raw_opts[] = {
 	RAW("dontcache_dirty=%s", dontcache_dirty),
 	RAW("commit=%s", commit),
 	RAW("stats=%s", stats),
+	RAW("fuse_bufs=%s", fuse_bufs),
+	RAW("bdi_max_ratio=%s", bdi_max_ratio),
 	RAW("sqpoll", sqpoll),
 	RAW_TUN("read_expire", 0),
 	RAW_TUN("write_expire", 1),
@@ -118,7 +120,8 @@ static void raw_free(struct opts_raw *raw)
 			  &raw->nr_hw_queues, &raw->plug,
 			  &raw->complete_delay_us, &raw->cache, &raw->errors,
 			  &raw->meta_cache, &raw->commit, &raw->stats,
-			  &raw->dontcache_dirty, &raw->device };
+			  &raw->dontcache_dirty, &raw->fuse_bufs,
+			  &raw->bdi_max_ratio, &raw->device };
 
 	for (size_t i = 0; i < sizeof(strs) / sizeof(strs[0]); i++)
 		free(*strs[i]);
@@ -265,6 +268,25 @@ static int check_queue(const struct opts_raw *raw, struct mqfs_config *cfg)
 	return bad;
 }
 
+/*
+ * The FUSE side: workers (libfuse's -s and max_threads), request buffers
+ * beyond the workers' own (each 1 MiB + 8 KiB, pinned: the requests in
+ * flight at once), the writeback limits.
+ */
+static int check_fuse(const struct opts_raw *raw, struct mqfs_config *cfg)
+{
+	int bad = 0;
+
+	cfg->workers = cfg->cmd.singlethread ? 1 :
+		       MQ_MAX(1u, MQ_MIN(cfg->cmd.max_threads, 64u));
+	cfg->fuse_bufs = MQFS_DEFAULT_FUSE_BUFS;
+	bad += !!opt_uint("fuse_bufs", raw->fuse_bufs, 1, 512, &cfg->fuse_bufs);
+	cfg->bdi_max_ratio = MQFS_DEFAULT_BDI_MAX_RATIO;
+	bad += !!opt_uint("bdi_max_ratio", raw->bdi_max_ratio, 0, 100,
+			  &cfg->bdi_max_ratio);
+	return bad;
+}
+
 /* The filesystem and the cache mode; 0 or the number of bad options. */
 static int check_fs(const struct opts_raw *raw, struct mqfs_config *cfg)
 {
@@ -330,6 +352,13 @@ static void usage(FILE *f)
 "  -o commit=SECONDS            journal commit interval [5]\n"
 "  -o stats=PATH                write the scheduler's statistics to PATH\n"
 "                               at unmount [off]\n"
+"  -o fuse_bufs=N               FUSE requests in flight beyond the workers'\n"
+"                               own, 1 MiB + 8 KiB of pinned memory each,\n"
+"                               1-512 [" MQ_STR(MQFS_DEFAULT_FUSE_BUFS) "]\n"
+"  -o bdi_max_ratio=PERCENT     the mount's share of dirty page cache\n"
+"                               (cache=kernel), 0 keeps the kernel's 1%%\n"
+"                               strict limit, 0-100 [" MQ_STR(MQFS_DEFAULT_BDI_MAX_RATIO) "]\n"
+"  -o max_threads=N, -s         FUSE worker threads [10], one\n"
 "default_permissions is always on: the kernel checks access.\n"
 "\n");
 }
@@ -387,7 +416,7 @@ static int parse_checked(struct fuse_args *args, struct opts_raw *raw,
 		usage(stderr);
 		return -EINVAL;
 	}
-	if (check_queue(raw, cfg) + check_fs(raw, cfg))
+	if (check_queue(raw, cfg) + check_fs(raw, cfg) + check_fuse(raw, cfg))
 		return -EINVAL;
 	if (add_fuse_opts(args, raw, raw->device)) {
 		fprintf(stderr, "mqfs: out of memory\n");

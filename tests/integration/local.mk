@@ -15,7 +15,11 @@ FUSE_INTEGRATION_TESTS = \
 	tests/integration/mount-t.sh \
 	tests/integration/load.sh \
 	tests/integration/ctl.sh \
-	tests/integration/dontcache.sh
+	tests/integration/dontcache.sh \
+	tests/integration/mmap.sh \
+	tests/integration/sqlite.sh \
+	tests/integration/interrupt.sh \
+	tests/integration/killpriv.sh
 
 TESTS += $(FUSE_INTEGRATION_TESTS)
 EXTRA_DIST += $(FUSE_INTEGRATION_TESTS) tests/integration/lib.sh \
@@ -23,5 +27,6 @@ EXTRA_DIST += $(FUSE_INTEGRATION_TESTS) tests/integration/lib.sh \
 	contrib/fio/verify-randwrite-4k-qd16.fio \
 	contrib/fio/verify-randwrite-64k-qd8-4jobs.fio \
 	contrib/fio/verify-direct-randwrite-4k-qd16.fio \
+	contrib/fio/verify-direct-1file-4k-qd8-8jobs.fio \
 	contrib/fio/randread-4k-qd32.fio \
 	contrib/fio/seqwrite-1m-qd8.fio

@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <stdbool.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "mqfs/fs.h"
@@ -40,6 +41,19 @@ static inline void t_wait_signal(struct t_wait *w, ssize_t res)
 	w->done = true;
 	pthread_cond_broadcast(&w->c);
 	pthread_mutex_unlock(&w->m);
+}
+
+/*
+ * The device reads into aligned memory the caller provides (a FUSE
+ * request slot in the daemon); the reply is copied out to @dst.
+ */
+static inline void *t_read_room(uint64_t off, size_t size)
+{
+	void *p = NULL;
+
+	if (posix_memalign(&p, 4096, (size_t)MQFS_READ_ROOM(off, size) + 4096))
+		return NULL;
+	return p;
 }
 
 /*
@@ -79,22 +93,28 @@ static inline void t_write_done(void *arg, ssize_t res)
 static inline ssize_t t_read(struct mqfs_fs *fs, struct mqfs_file *f,
 			     uint64_t off, void *buf, size_t size)
 {
+	void *room = t_read_room(off, size);
+	struct mqfs_io io;
 	struct t_wait w;
 	ssize_t res;
 
+	if (!room)
+		return -ENOMEM;
 	t_wait_init(&w, buf, size);
-	mqfs_read(fs, f, off, size, t_read_done, &w);
+	mqfs_read(fs, f, off, size, room, &io, t_read_done, &w);
 	res = t_wait_end(&w);
+	free(room);
 	return res > (ssize_t)size ? -EOVERFLOW : res;
 }
 
 static inline ssize_t t_write(struct mqfs_fs *fs, struct mqfs_file *f,
 			      uint64_t off, const void *buf, size_t size)
 {
+	struct mqfs_io io;
 	struct t_wait w;
 
 	t_wait_init(&w, NULL, 0);
-	mqfs_write(fs, f, off, buf, size, t_write_done, &w);
+	mqfs_write(fs, f, off, buf, size, &io, t_write_done, &w);
 	return t_wait_end(&w);
 }
 

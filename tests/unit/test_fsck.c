@@ -16,6 +16,7 @@
 #include <stdlib.h>
 
 #include "t_fs.h"
+#include "t_fsio.h"
 
 #define TF_SIZE		(64 * T_FS_MIB)
 #define TF_FILES	40u
@@ -28,58 +29,7 @@ struct tf {
 	uint8_t *snap;
 };
 
-/* ---- synchronous file I/O through the asynchronous API ------------------ */
-
-struct tf_wait {
-	pthread_mutex_t lock;
-	pthread_cond_t cond;
-	bool done;
-	ssize_t res;
-	void *dst;
-};
-
-static void tf_wait_init(struct tf_wait *w, void *dst)
-{
-	pthread_mutex_init(&w->lock, NULL);
-	pthread_cond_init(&w->cond, NULL);
-	w->done = false;
-	w->res = 0;
-	w->dst = dst;
-}
-
-static void tf_signal(struct tf_wait *w, ssize_t res)
-{
-	pthread_mutex_lock(&w->lock);
-	w->res = res;
-	w->done = true;
-	pthread_cond_signal(&w->cond);
-	pthread_mutex_unlock(&w->lock);
-}
-
-static ssize_t tf_wait(struct tf_wait *w)
-{
-	pthread_mutex_lock(&w->lock);
-	while (!w->done)
-		pthread_cond_wait(&w->cond, &w->lock);
-	pthread_mutex_unlock(&w->lock);
-	pthread_cond_destroy(&w->cond);
-	pthread_mutex_destroy(&w->lock);
-	return w->res;
-}
-
-static void tf_write_done(void *arg, ssize_t res)
-{
-	tf_signal(arg, res);
-}
-
-static void tf_read_done(void *arg, const void *data, ssize_t res)
-{
-	struct tf_wait *w = arg;
-
-	if (res > 0)
-		memcpy(w->dst, data, (size_t)res);
-	tf_signal(w, res);
-}
+/* ---- file I/O (t_fsio.h) ------------------------------------------------ */
 
 static void tf_fill(uint8_t *buf, size_t len, unsigned seed)
 {
@@ -93,13 +43,10 @@ static void tf_pwrite(struct t_fs *t, uint64_t ino, uint64_t off,
 {
 	uint8_t *buf = malloc(len);
 	struct mqfs_file *f;
-	struct tf_wait w;
 
 	tf_fill(buf, len, seed);
 	ck_assert_int_eq(mqfs_open(t->fs, ino, O_WRONLY, &f), 0);
-	tf_wait_init(&w, NULL);
-	mqfs_write(t->fs, f, off, buf, len, tf_write_done, &w);
-	ck_assert_int_eq(tf_wait(&w), (ssize_t)len);
+	ck_assert_int_eq(t_write(t->fs, f, off, buf, len), (ssize_t)len);
 	ck_assert_int_eq(mqfs_release(t->fs, f), 0);
 	free(buf);
 }
@@ -117,15 +64,12 @@ static bool tf_pread_is(struct t_fs *t, uint64_t ino, uint64_t off,
 {
 	uint8_t *want = malloc(len), *got = calloc(1, len + 1);
 	struct mqfs_file *f;
-	struct tf_wait w;
 	ssize_t n;
 	bool same;
 
 	tf_fill(want, len, seed);
 	ck_assert_int_eq(mqfs_open(t->fs, ino, O_RDONLY, &f), 0);
-	tf_wait_init(&w, got);
-	mqfs_read(t->fs, f, off, len + (eof ? 1 : 0), tf_read_done, &w);
-	n = tf_wait(&w);
+	n = t_read(t->fs, f, off, got, len + (eof ? 1 : 0));
 	same = n == (ssize_t)len && !memcmp(want, got, len);
 	ck_assert_int_eq(mqfs_release(t->fs, f), 0);
 	free(want);

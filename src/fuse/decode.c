@@ -1,0 +1,157 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * decode.c - checking a request read from /dev/fuse before any handler
+ * sees it: the header says what was read, the opcode's fixed argument
+ * fits, its names end inside the message, and the data it announces is
+ * all there.  The kernel never sends less, but a decoder that trusts
+ * lengths is a crash waiting for a kernel bug: a bad message is answered
+ * with EIO (when its header can be trusted for the unique) and the
+ * daemon goes on serving.  Pure: no state, no I/O (tests/unit/test_fuse).
+ */
+#include <errno.h>
+#include <string.h>
+#include "fuse_i.h"
+
+/* What follows the header for one opcode. */
+struct dec_layout {
+	uint16_t fixed;		/* the opcode's struct, bytes */
+	uint8_t nstr;		/* NUL-terminated names after it */
+	uint8_t kind;		/* DEC_* below */
+	bool known;		/* an opcode mqfs decodes (else ENOSYS) */
+};
+
+enum {
+	DEC_PLAIN = 0,
+	DEC_WRITE,		/* fuse_write_in, then size bytes of data */
+	DEC_SETXATTR,		/* fuse_setxattr_in, name, size bytes */
+	DEC_FORGETS,		/* fuse_batch_forget_in, count entries */
+};
+
+#define L(op, type, n)	[op] = { sizeof(struct type), n, DEC_PLAIN, true }
+#define N(op, n)	[op] = { 0, n, DEC_PLAIN, true }
+
+static const struct dec_layout dec_layouts[MQFS_FUSE_OPCODE_MAX] = {
+	N(FUSE_LOOKUP, 1),
+	L(FUSE_FORGET, fuse_forget_in, 0),
+	L(FUSE_GETATTR, fuse_getattr_in, 0),
+	L(FUSE_SETATTR, fuse_setattr_in, 0),
+	N(FUSE_READLINK, 0),
+	N(FUSE_SYMLINK, 2),
+	L(FUSE_MKNOD, fuse_mknod_in, 1),
+	L(FUSE_MKDIR, fuse_mkdir_in, 1),
+	N(FUSE_UNLINK, 1),
+	N(FUSE_RMDIR, 1),
+	L(FUSE_RENAME, fuse_rename_in, 2),
+	L(FUSE_LINK, fuse_link_in, 1),
+	L(FUSE_OPEN, fuse_open_in, 0),
+	L(FUSE_READ, fuse_read_in, 0),
+	[FUSE_WRITE] = { sizeof(struct fuse_write_in), 0, DEC_WRITE, true },
+	N(FUSE_STATFS, 0),
+	L(FUSE_RELEASE, fuse_release_in, 0),
+	L(FUSE_FSYNC, fuse_fsync_in, 0),
+	/* The 7.33 fields come only with FUSE_SETXATTR_EXT (not asked). */
+	[FUSE_SETXATTR] = { FUSE_COMPAT_SETXATTR_IN_SIZE, 1, DEC_SETXATTR,
+			    true },
+	L(FUSE_GETXATTR, fuse_getxattr_in, 1),
+	L(FUSE_LISTXATTR, fuse_getxattr_in, 0),
+	N(FUSE_REMOVEXATTR, 1),
+	L(FUSE_FLUSH, fuse_flush_in, 0),
+	/* Before 7.36 the kernel sent only major, minor, readahead, flags. */
+	[FUSE_INIT] = { 4 * sizeof(uint32_t), 0, DEC_PLAIN, true },
+	L(FUSE_OPENDIR, fuse_open_in, 0),
+	L(FUSE_READDIR, fuse_read_in, 0),
+	L(FUSE_RELEASEDIR, fuse_release_in, 0),
+	L(FUSE_FSYNCDIR, fuse_fsync_in, 0),
+	L(FUSE_CREATE, fuse_create_in, 1),
+	L(FUSE_INTERRUPT, fuse_interrupt_in, 0),
+	N(FUSE_DESTROY, 0),
+	[FUSE_BATCH_FORGET] = { sizeof(struct fuse_batch_forget_in), 0,
+				DEC_FORGETS, true },
+	L(FUSE_FALLOCATE, fuse_fallocate_in, 0),
+	L(FUSE_READDIRPLUS, fuse_read_in, 0),
+	L(FUSE_RENAME2, fuse_rename2_in, 2),
+	L(FUSE_LSEEK, fuse_lseek_in, 0),
+	L(FUSE_SYNCFS, fuse_syncfs_in, 0),
+};
+
+#undef L
+#undef N
+
+/* The names after the fixed part: each must end inside the message. */
+static int dec_names(const char *p, size_t len, unsigned nstr,
+		     struct mqfs_fuse_msg *m, size_t *used)
+{
+	size_t off = 0;
+
+	for (unsigned i = 0; i < nstr; i++) {
+		const char *end = memchr(p + off, '\0', len - off);
+
+		if (!end)
+			return -EIO;
+		m->name[i] = p + off;
+		off = (size_t)(end - p) + 1;
+	}
+	*used = off;
+	return 0;
+}
+
+/* The variable tail of WRITE, SETXATTR and BATCH_FORGET. */
+static int dec_tail(unsigned kind, const char *p, size_t len,
+		    struct mqfs_fuse_msg *m)
+{
+	uint64_t want;
+
+	switch (kind) {
+	case DEC_WRITE:
+		want = ((const struct fuse_write_in *)m->arg)->size;
+		break;
+	case DEC_SETXATTR:
+		want = ((const struct fuse_setxattr_in *)m->arg)->size;
+		break;
+	case DEC_FORGETS:
+		want = (uint64_t)((const struct fuse_batch_forget_in *)
+				  m->arg)->count *
+		       sizeof(struct fuse_forget_one);
+		break;
+	default:
+		return 0;
+	}
+	if (want > len)
+		return -EIO;
+	m->data = p;
+	m->data_len = (size_t)want;
+	return 0;
+}
+
+int mqfs_fuse_decode(const void *buf, size_t n, struct mqfs_fuse_msg *m)
+{
+	const struct fuse_in_header *h = buf;
+	const struct dec_layout *l;
+	const char *p;
+	size_t len, used = 0;
+	int err;
+
+	memset(m, 0, sizeof(*m));
+	if (n < sizeof(*h))
+		return -EPROTO;		/* no unique to answer */
+	m->h = h;
+	if (h->len != n || (size_t)h->total_extlen * 8 > n - sizeof(*h))
+		return -EIO;
+	if (h->opcode >= MQFS_FUSE_OPCODE_MAX)
+		return -ENOSYS;
+	l = &dec_layouts[h->opcode];
+	if (!l->known)
+		return -ENOSYS;
+	p = (const char *)buf + sizeof(*h);
+	len = n - sizeof(*h) - (size_t)h->total_extlen * 8;
+	if (len < l->fixed)
+		return -EIO;
+	m->arg = l->fixed ? p : NULL;
+	m->arg_len = len;
+	p += l->fixed;
+	len -= l->fixed;
+	err = dec_names(p, len, l->nstr, m, &used);
+	if (!err)
+		err = dec_tail(l->kind, p + used, len - used, m);
+	return err;
+}

@@ -1,0 +1,504 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * engine.c - mqfs's own FUSE request loop on /dev/fuse.
+ *
+ * libfuse mounts, unmounts and parses the command line; the requests
+ * are read and answered here.  Each worker thread has its own channel,
+ * a /dev/fuse fd cloned from the session's (FUSE_DEV_IOC_CLONE): the
+ * kernel queues requests once for the connection, wakes one reader per
+ * request, and keeps a request being processed on the channel that read
+ * it, so its reply must go back through that same fd.
+ *
+ * A worker reads straight into a free slot (pool.c), where the headers
+ * of a WRITE end on a page boundary: the data the kernel copies after
+ * them is page-aligned, and the filesystem writes it to the device from
+ * there.  A request the handler finishes is answered by the worker,
+ * which keeps the slot for its next read; one handed to an asynchronous
+ * completion (reads, writes) keeps its slot until the completion has
+ * answered it, and the worker takes another.  Nothing is allocated per
+ * request.
+ *
+ * Interrupts: a FUSE_INTERRUPT names a request by its unique.  A read
+ * waiting for the device or for a lock (mqfs_req_async with
+ * cancellable) is answered EINTR at once; the I/O still completes into
+ * its slot, and the completion, finding the request answered, only
+ * frees the slot.  Every other request runs to its end and is answered
+ * normally, which the protocol allows; an INTERRUPT itself is never
+ * answered (an EAGAIN would have to go to the channel of the original).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/ioctl.h>
+#include <unistd.h>
+#include "fuse_i.h"
+#include "mqfs/clock.h"
+
+/* A handler that took this long waited for something: add a worker. */
+#define ENG_BLOCKED_NS	(200 * 1000ull)
+
+struct mqfs_worker {
+	struct mqfs_daemon *d;
+	int fd;
+	unsigned index;
+	pthread_t thread;
+	struct mqfs_engine *e;
+};
+
+/* ---- -d: what libfuse's debug output would show -------------------------- */
+
+static const char *const eng_opnames[MQFS_FUSE_OPCODE_MAX] = {
+	[FUSE_LOOKUP] = "LOOKUP", [FUSE_FORGET] = "FORGET",
+	[FUSE_GETATTR] = "GETATTR", [FUSE_SETATTR] = "SETATTR",
+	[FUSE_READLINK] = "READLINK", [FUSE_SYMLINK] = "SYMLINK",
+	[FUSE_MKNOD] = "MKNOD", [FUSE_MKDIR] = "MKDIR",
+	[FUSE_UNLINK] = "UNLINK", [FUSE_RMDIR] = "RMDIR",
+	[FUSE_RENAME] = "RENAME", [FUSE_LINK] = "LINK", [FUSE_OPEN] = "OPEN",
+	[FUSE_READ] = "READ", [FUSE_WRITE] = "WRITE",
+	[FUSE_STATFS] = "STATFS", [FUSE_RELEASE] = "RELEASE",
+	[FUSE_FSYNC] = "FSYNC", [FUSE_SETXATTR] = "SETXATTR",
+	[FUSE_GETXATTR] = "GETXATTR", [FUSE_LISTXATTR] = "LISTXATTR",
+	[FUSE_REMOVEXATTR] = "REMOVEXATTR", [FUSE_FLUSH] = "FLUSH",
+	[FUSE_INIT] = "INIT", [FUSE_OPENDIR] = "OPENDIR",
+	[FUSE_READDIR] = "READDIR", [FUSE_RELEASEDIR] = "RELEASEDIR",
+	[FUSE_FSYNCDIR] = "FSYNCDIR", [FUSE_GETLK] = "GETLK",
+	[FUSE_SETLK] = "SETLK", [FUSE_SETLKW] = "SETLKW",
+	[FUSE_ACCESS] = "ACCESS", [FUSE_CREATE] = "CREATE",
+	[FUSE_INTERRUPT] = "INTERRUPT", [FUSE_BMAP] = "BMAP",
+	[FUSE_DESTROY] = "DESTROY", [FUSE_IOCTL] = "IOCTL",
+	[FUSE_POLL] = "POLL", [FUSE_NOTIFY_REPLY] = "NOTIFY_REPLY",
+	[FUSE_BATCH_FORGET] = "BATCH_FORGET", [FUSE_FALLOCATE] = "FALLOCATE",
+	[FUSE_READDIRPLUS] = "READDIRPLUS", [FUSE_RENAME2] = "RENAME2",
+	[FUSE_LSEEK] = "LSEEK", [FUSE_COPY_FILE_RANGE] = "COPY_FILE_RANGE",
+	[FUSE_SETUPMAPPING] = "SETUPMAPPING",
+	[FUSE_REMOVEMAPPING] = "REMOVEMAPPING", [FUSE_SYNCFS] = "SYNCFS",
+	[FUSE_TMPFILE] = "TMPFILE", [MQFS_FUSE_STATX] = "STATX",
+	[MQFS_FUSE_COPY_FILE_RANGE_64] = "COPY_FILE_RANGE_64",
+};
+
+static const char *eng_opname(uint32_t op)
+{
+	return op < MQFS_FUSE_OPCODE_MAX && eng_opnames[op] ? eng_opnames[op]
+							     : "???";
+}
+
+static void eng_debug_in(const struct mqfs_fuse_msg *m, size_t n)
+{
+	const struct fuse_in_header *h = m->h;
+
+	fprintf(stderr, "unique: %" PRIu64 ", opcode: %s (%u), nodeid: %"
+		PRIu64 ", insize: %zu, pid: %u\n", h->unique,
+		eng_opname(h->opcode), h->opcode, h->nodeid, n, h->pid);
+}
+
+static void eng_debug_out(const struct fuse_out_header *oh)
+{
+	if (oh->error)
+		fprintf(stderr, "   unique: %" PRIu64 ", error: %d (%s), "
+			"outsize: %u\n", oh->unique, oh->error,
+			strerror(-oh->error), oh->len);
+	else
+		fprintf(stderr, "   unique: %" PRIu64 ", success, outsize: %u\n",
+			oh->unique, oh->len);
+}
+
+/* ---- replies ------------------------------------------------------------- */
+
+/* Write a reply to the channel of @r (@iov[0] is the header's). */
+static int eng_write(struct mqfs_req *r, int err, struct iovec *iov, int n)
+{
+	struct fuse_out_header oh = { .len = sizeof(oh), .error = err,
+				      .unique = r->m.h->unique };
+
+	iov[0] = (struct iovec){ .iov_base = &oh, .iov_len = sizeof(oh) };
+	for (int i = 1; i < n; i++)
+		oh.len += (uint32_t)iov[i].iov_len;
+	if (r->d->eng.debug)
+		eng_debug_out(&oh);
+	if (writev(r->fd, iov, n) >= 0)
+		return 0;
+	err = errno;
+	/* ENOENT: interrupted or aborted, nobody waits; ENODEV: unmounted. */
+	if (err != ENOENT && err != ENODEV)
+		fprintf(stderr, "mqfs: fuse: reply to %s %" PRIu64 ": %s\n",
+			eng_opname(r->m.h->opcode), oh.unique, strerror(err));
+	return -ENOENT;
+}
+
+/* A cancellable request is answered by whoever takes its unique first. */
+static bool eng_claim(struct mqfs_req *r)
+{
+	uint64_t unique = r->m.h->unique;
+
+	return !r->cancellable ||
+	       atomic_compare_exchange_strong(&r->live, &unique, 0);
+}
+
+int mqfs_reply_iov(struct mqfs_req *r, struct iovec *iov, int n)
+{
+	if (!eng_claim(r))
+		return -ENOENT;
+	return eng_write(r, 0, iov, n);
+}
+
+int mqfs_reply(struct mqfs_req *r, const void *arg, size_t len)
+{
+	struct iovec iov[2] = { [1] = { .iov_base = (void *)arg,
+					.iov_len = len } };
+
+	return mqfs_reply_iov(r, iov, len ? 2 : 1);
+}
+
+int mqfs_reply_err(struct mqfs_req *r, int err)
+{
+	struct iovec iov[1];
+
+	if (!eng_claim(r))
+		return -ENOENT;
+	/* The kernel takes only errors in (-ERESTARTSYS, 0]. */
+	if (err < -511 || err > 0)
+		err = -EIO;
+	return eng_write(r, err, iov, 1);
+}
+
+void mqfs_reply_none(struct mqfs_req *r)
+{
+	if (r->d->eng.debug)
+		fprintf(stderr, "   unique: %" PRIu64 ", no reply\n",
+			r->m.h->unique);
+}
+
+void mqfs_notify_inval_attr(struct mqfs_req *r, uint64_t ino)
+{
+	struct fuse_notify_inval_inode_out o = { .ino = ino, .off = -1 };
+	struct fuse_out_header oh = { .len = sizeof(oh) + sizeof(o),
+				      .error = FUSE_NOTIFY_INVAL_INODE };
+	struct iovec iov[2] = { { &oh, sizeof(oh) }, { &o, sizeof(o) } };
+
+	/* Attributes only (off < 0): no page lock a writer may hold. */
+	if (writev(r->fd, iov, 2) < 0 && errno != ENOENT && errno != ENODEV)
+		fprintf(stderr, "mqfs: fuse: notify inode %" PRIu64 ": %s\n",
+			ino, strerror(errno));
+}
+
+/* ---- asynchronous requests ------------------------------------------------ */
+
+void mqfs_req_async(struct mqfs_req *r, bool cancellable)
+{
+	struct mqfs_engine *e = &r->d->eng;
+
+	atomic_fetch_add(&r->refs, 1);
+	mq_inflight_inc(&e->inflight);
+	atomic_fetch_add(&e->async, 1);
+	if (cancellable) {
+		r->cancellable = true;
+		atomic_store(&r->live, r->m.h->unique);
+	}
+}
+
+void mqfs_req_complete(struct mqfs_req *r)
+{
+	struct mqfs_engine *e = &r->d->eng;
+
+	if (atomic_fetch_sub(&r->refs, 1) == 1)
+		mqfs_pool_put(&e->pool, r);
+	mq_inflight_dec(&e->inflight);
+}
+
+/* ---- serving a request ---------------------------------------------------- */
+
+static void eng_interrupt(struct mqfs_req *r)
+{
+	const struct fuse_interrupt_in *in = r->m.arg;
+	struct mqfs_engine *e = &r->d->eng;
+
+	atomic_fetch_add(&e->interrupts, 1);
+	for (unsigned i = 0; i < e->pool.nr; i++) {
+		struct mqfs_req *t = &e->pool.reqs[i];
+		uint64_t want = in->unique;
+		struct iovec iov[1];
+
+		if (t == r || atomic_load(&t->live) != want)
+			continue;
+		if (atomic_compare_exchange_strong(&t->live, &want, 0)) {
+			eng_write(t, -EINTR, iov, 1);
+			atomic_fetch_add(&e->cancelled, 1);
+		}
+		break;
+	}
+	mqfs_reply_none(r);
+}
+
+/* A message the decoder refused: answered when its header allows. */
+static void eng_bad(struct mqfs_req *r, int err, size_t n)
+{
+	struct mqfs_engine *e = &r->d->eng;
+	uint32_t op;
+
+	if (err == -EPROTO) {
+		atomic_fetch_add(&e->bad, 1);
+		fprintf(stderr, "mqfs: fuse: a %zu-byte message: ignored\n", n);
+		return;
+	}
+	op = r->m.h->opcode;
+	if (op == FUSE_FORGET || op == FUSE_BATCH_FORGET ||
+	    op == FUSE_INTERRUPT || op == FUSE_NOTIFY_REPLY)
+		err = 0;	/* they take no reply */
+	if (err == -EIO) {
+		atomic_fetch_add(&e->bad, 1);
+		fprintf(stderr, "mqfs: fuse: malformed %s (%zu bytes): EIO\n",
+			eng_opname(op), n);
+	}
+	if (err)
+		mqfs_reply_err(r, err);
+	else
+		mqfs_reply_none(r);
+}
+
+static void eng_dispatch(struct mqfs_req *r)
+{
+	struct mqfs_daemon *d = r->d;
+	uint32_t op = r->m.h->opcode;
+	struct mq_plug plug;
+
+	if (op == FUSE_INIT) {
+		mqfs_fuse_init(r);
+	} else if (!atomic_load(&d->eng.initialized)) {
+		mqfs_reply_err(r, -EIO);	/* the kernel sends INIT first */
+	} else if (op == FUSE_INTERRUPT) {
+		eng_interrupt(r);
+	} else {
+		/* Sized 1: the filesystem raises it for what it issues. */
+		if (d->plug)
+			mq_start_plug(&plug, 1);
+		mqfs_ops_dispatch(r);
+		if (d->plug)
+			mq_finish_plug(&plug);
+	}
+}
+
+/* Serve the @n bytes read into @r; true when the slot is free again. */
+static bool eng_serve(struct mqfs_worker *w, struct mqfs_req *r, size_t n)
+{
+	struct mqfs_engine *e = w->e;
+	int err;
+
+	r->d = w->d;
+	r->fd = w->fd;
+	r->cancellable = false;
+	r->writeback = false;
+	atomic_store(&r->live, 0);
+	atomic_store(&r->refs, 1);
+	atomic_fetch_add(&e->requests, 1);
+	err = mqfs_fuse_decode(r->payload - MQFS_FUSE_WRITE_HDR, n, &r->m);
+	if (e->debug && err != -EPROTO)
+		eng_debug_in(&r->m, n);
+	if (err)
+		eng_bad(r, err, n);
+	else
+		eng_dispatch(r);
+	return atomic_fetch_sub(&r->refs, 1) == 1;
+}
+
+/* One request into @r: its length, or -errno (-ENODEV: unmounted). */
+static ssize_t eng_receive(int fd, struct mqfs_req *r)
+{
+	char *buf = r->payload - MQFS_FUSE_WRITE_HDR;
+	size_t cap = MQFS_FUSE_WRITE_HDR + MQFS_SLOT_PAYLOAD;
+
+	for (;;) {
+		ssize_t n = read(fd, buf, cap);
+
+		if (n >= 0)
+			return n;
+		/* ENOENT: the request went away before we could read it. */
+		if (errno != EINTR && errno != EAGAIN && errno != ENOENT)
+			return -errno;
+	}
+}
+
+static void eng_grow(struct mqfs_engine *e);
+
+static void *eng_worker(void *arg)
+{
+	struct mqfs_worker *w = arg;
+	struct mqfs_engine *e = w->e;
+	struct mqfs_req *r = NULL;
+	ssize_t n;
+
+	for (;;) {
+		uint64_t t0;
+
+		if (!r)
+			r = mqfs_pool_get(&e->pool);
+		atomic_fetch_add(&e->idle, 1);
+		n = eng_receive(w->fd, r);
+		atomic_fetch_sub(&e->idle, 1);
+		if (n < 0)
+			break;
+		t0 = mq_clock_ns();
+		if (!eng_serve(w, r, (size_t)n))
+			r = NULL;	/* the request keeps it */
+		/* It blocked, and nobody was left to take the next one. */
+		if (mq_clock_ns() - t0 > ENG_BLOCKED_NS && !atomic_load(&e->idle))
+			eng_grow(e);
+	}
+	if (r)
+		mqfs_pool_put(&e->pool, r);
+	if (n != -ENODEV)
+		fprintf(stderr, "mqfs: fuse: worker %u: read: %s\n", w->index,
+			strerror((int)-n));
+	if (eventfd_write(e->done_fd, 1))
+		fprintf(stderr, "mqfs: fuse: worker %u: eventfd: %s\n",
+			w->index, strerror(errno));
+	return NULL;
+}
+
+/* ---- life cycle ------------------------------------------------------------- */
+
+int mqfs_engine_init(struct mqfs_engine *e, unsigned max_workers,
+		     unsigned inflight, bool debug)
+{
+	int err;
+
+	memset(e, 0, sizeof(*e));
+	e->done_fd = e->clone_fd = -1;
+	e->max_workers = max_workers ? max_workers : 1;
+	e->debug = debug;
+	mq_inflight_init(&e->inflight);
+	pthread_mutex_init(&e->spawn_lock, NULL);
+	e->inited = true;
+	e->workers = calloc(e->max_workers, sizeof(*e->workers));
+	if (!e->workers)
+		return -ENOMEM;
+	err = mqfs_pool_create(&e->pool, e->max_workers + inflight);
+	if (err)
+		return err;
+	e->done_fd = eventfd(0, EFD_CLOEXEC);
+	return e->done_fd < 0 ? -errno : 0;
+}
+
+/* A channel of the session's connection, for one worker. */
+static int eng_clone(int session_fd)
+{
+	uint32_t src = (uint32_t)session_fd;
+	int fd = open("/dev/fuse", O_RDWR | O_CLOEXEC), err;
+
+	if (fd < 0)
+		return -errno;
+	if (ioctl(fd, FUSE_DEV_IOC_CLONE, &src)) {
+		err = -errno;
+		close(fd);
+		return err;
+	}
+	return fd;
+}
+
+/* One more worker (spawn_lock held); 0 or -errno. */
+static int eng_spawn_locked(struct mqfs_engine *e)
+{
+	unsigned i = atomic_load(&e->started);
+	struct mqfs_worker *w = &e->workers[i];
+	char name[16];
+	int err;
+
+	*w = (struct mqfs_worker){ .d = e->d, .e = e, .index = i,
+				   .fd = eng_clone(e->clone_fd) };
+	if (w->fd < 0)
+		return w->fd;
+	err = -pthread_create(&w->thread, NULL, eng_worker, w);
+	if (err) {
+		close(w->fd);
+		return err;
+	}
+	snprintf(name, sizeof(name), "mqfs-fuse%u", i % 100);
+	pthread_setname_np(w->thread, name);
+	atomic_store(&e->started, i + 1);
+	return 0;
+}
+
+static void eng_grow(struct mqfs_engine *e)
+{
+	int err = 0;
+
+	if (atomic_load(&e->started) >= e->max_workers)
+		return;
+	pthread_mutex_lock(&e->spawn_lock);
+	if (!e->stopping && atomic_load(&e->started) < e->max_workers &&
+	    !atomic_load(&e->idle))
+		err = eng_spawn_locked(e);
+	pthread_mutex_unlock(&e->spawn_lock);
+	if (err)
+		fprintf(stderr, "mqfs: fuse: no worker added: %s\n",
+			strerror(-err));
+}
+
+int mqfs_engine_start(struct mqfs_engine *e, struct mqfs_daemon *d,
+		      int session_fd)
+{
+	unsigned first = MQ_MIN(2u, e->max_workers);
+	int err = 0;
+
+	e->d = d;
+	e->clone_fd = fcntl(session_fd, F_DUPFD_CLOEXEC, 0);
+	if (e->clone_fd < 0)
+		return -errno;
+	pthread_mutex_lock(&e->spawn_lock);
+	while (!err && atomic_load(&e->started) < first)
+		err = eng_spawn_locked(e);
+	pthread_mutex_unlock(&e->spawn_lock);
+	return err;
+}
+
+void mqfs_engine_stop(struct mqfs_engine *e)
+{
+	unsigned n;
+
+	pthread_mutex_lock(&e->spawn_lock);
+	e->stopping = true;
+	n = atomic_load(&e->started);
+	pthread_mutex_unlock(&e->spawn_lock);
+	for (unsigned i = 0; i < n; i++) {
+		pthread_join(e->workers[i].thread, NULL);
+		close(e->workers[i].fd);
+	}
+	atomic_store(&e->started, 0);
+	if (e->clone_fd >= 0)
+		close(e->clone_fd);
+	e->clone_fd = -1;
+	mq_inflight_wait(&e->inflight);
+}
+
+void mqfs_engine_destroy(struct mqfs_engine *e)
+{
+	if (!e->inited)
+		return;
+	e->inited = false;
+	mqfs_pool_destroy(&e->pool);
+	free(e->workers);
+	e->workers = NULL;
+	if (e->done_fd >= 0)
+		close(e->done_fd);
+	e->done_fd = -1;
+	pthread_mutex_destroy(&e->spawn_lock);
+	mq_inflight_destroy(&e->inflight);
+}
+
+void mqfs_engine_get_stats(struct mqfs_engine *e, struct mqfs_engine_stats *s)
+{
+	*s = (struct mqfs_engine_stats){
+		.requests = atomic_load(&e->requests),
+		.async = atomic_load(&e->async),
+		.interrupts = atomic_load(&e->interrupts),
+		.cancelled = atomic_load(&e->cancelled),
+		.bad = atomic_load(&e->bad),
+		.slot_waits = atomic_load(&e->pool.waits),
+		.slots = e->pool.nr, .workers = atomic_load(&e->started),
+		.max_workers = e->max_workers,
+		.inflight = mq_inflight_count(&e->inflight),
+	};
+}

@@ -1,0 +1,114 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * init.c - FUSE_INIT: what mqfs asks of the kernel for the connection.
+ *
+ * Asked for, when the kernel offers it:
+ * - ASYNC_READ, ASYNC_DIO: reads and direct I/O reach the daemon many at
+ *   a time (the engine answers them asynchronously);
+ * - PARALLEL_DIROPS, DO_READDIRPLUS + READDIRPLUS_AUTO (what libfuse asks
+ *   for a filesystem with readdirplus), BIG_WRITES, MAX_PAGES: 256 pages,
+ *   1 MiB writes;
+ * - DIRECT_IO_ALLOW_MMAP (7.39): shared mmap of FOPEN_DIRECT_IO files,
+ *   which cache=none and cache=dontcache open: the map goes through the
+ *   page cache, and the kernel writes it back and invalidates it around
+ *   the file's direct reads and writes;
+ * - WRITEBACK_CACHE and CACHE_SYMLINKS for cache=kernel;
+ * - HANDLE_KILLPRIV_V2: mqfs drops suid/sgid and file capabilities on
+ *   write, truncate and chown (FUSE_WRITE_KILL_SUIDGID,
+ *   FATTR_KILL_SUIDGID), and the kernel marks the superblock SB_NOSEC.
+ *   Without it every buffered write of a cache=kernel mount first asked
+ *   the daemon for security.capability (a GETXATTR round trip per write:
+ *   4k random buffered writes went at a quarter of ext4's pace).
+ * Left out: ATOMIC_O_TRUNC (O_TRUNC comes as a setattr), AUTO_INVAL_DATA
+ * (only the kernel changes
+ * the files), DONT_MASK (the kernel applies the umask: no ACLs here),
+ * SPLICE_* (the handlers want memory), POSIX and FLOCK locks (the kernel
+ * keeps them locally), SETXATTR_EXT, and everything needing a feature
+ * mqfs lacks.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include "fuse_i.h"
+
+static uint64_t init_want(const struct mqfs_daemon *d)
+{
+	uint64_t want = FUSE_ASYNC_READ | FUSE_BIG_WRITES | FUSE_ASYNC_DIO |
+			FUSE_PARALLEL_DIROPS | FUSE_MAX_PAGES |
+			FUSE_DO_READDIRPLUS | FUSE_READDIRPLUS_AUTO |
+			FUSE_HANDLE_KILLPRIV_V2 | FUSE_INIT_EXT |
+			FUSE_DIRECT_IO_ALLOW_MMAP;
+
+	if (d->cache == MQFS_CACHE_KERNEL)
+		want |= FUSE_WRITEBACK_CACHE | FUSE_CACHE_SYMLINKS;
+	return want;
+}
+
+/* The kernel's offer: flags, and flags2 above bit 31 since 7.36. */
+static uint64_t init_offered(const struct mqfs_req *r)
+{
+	const struct fuse_init_in *in = r->m.arg;
+	uint64_t flags = in->flags;
+
+	if ((flags & FUSE_INIT_EXT) &&
+	    r->m.arg_len >= offsetof(struct fuse_init_in, unused))
+		flags |= (uint64_t)in->flags2 << 32;
+	return flags;
+}
+
+/* A kernel of another major: answer ours and wait for its next INIT. */
+static void init_other_major(struct mqfs_req *r)
+{
+	struct mqfs_fuse_init_out out = { .major = FUSE_KERNEL_VERSION,
+					  .minor = MQFS_FUSE_MINOR };
+
+	mqfs_reply(r, &out, sizeof(out));
+}
+
+void mqfs_fuse_init(struct mqfs_req *r)
+{
+	const struct fuse_init_in *in = r->m.arg;
+	struct mqfs_daemon *d = r->d;
+	struct mqfs_conn *c = &d->conn;
+	struct mqfs_fuse_init_out out = { 0 };
+	uint64_t granted;
+
+	if (atomic_load(&d->eng.initialized)) {
+		mqfs_reply_err(r, -EPROTO);
+		return;
+	}
+	if (in->major > FUSE_KERNEL_VERSION) {
+		init_other_major(r);
+		return;
+	}
+	if (in->major < FUSE_KERNEL_VERSION || in->minor < MQFS_FUSE_MINOR_MIN) {
+		fprintf(stderr, "mqfs: the kernel speaks FUSE %u.%u; mqfs "
+			"needs 7.%u or later\n", in->major, in->minor,
+			MQFS_FUSE_MINOR_MIN);
+		mqfs_reply_err(r, -EPROTO);
+		return;
+	}
+	granted = init_want(d) & init_offered(r);
+	*c = (struct mqfs_conn){
+		.minor = MQFS_FUSE_MINOR < in->minor ? MQFS_FUSE_MINOR
+						     : in->minor,
+		.flags = granted, .max_write = MQFS_FUSE_MAX_WRITE,
+		.max_background = d->max_background,
+		.writeback = granted & FUSE_WRITEBACK_CACHE,
+		.mmap_direct = granted & FUSE_DIRECT_IO_ALLOW_MMAP,
+	};
+	out = (struct mqfs_fuse_init_out){
+		.major = FUSE_KERNEL_VERSION, .minor = MQFS_FUSE_MINOR,
+		.max_readahead = in->max_readahead,
+		.flags = (uint32_t)granted,
+		.flags2 = (uint32_t)(granted >> 32),
+		.max_background = (uint16_t)c->max_background,
+		.congestion_threshold = (uint16_t)(c->max_background * 3 / 4),
+		.max_write = c->max_write, .time_gran = 1,
+		.max_pages = MQFS_FUSE_MAX_PAGES,
+	};
+	/* Requests wait for this reply, so the flags are set before it. */
+	atomic_store(&d->eng.initialized, true);
+	if (mqfs_reply(r, &out, sizeof(out)))
+		fprintf(stderr, "mqfs: fuse: the INIT reply did not arrive\n");
+}

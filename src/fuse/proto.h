@@ -1,0 +1,84 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * proto.h - the kernel's FUSE protocol as mqfs speaks it.
+ *
+ * The structs come from the machine's <linux/fuse.h> (protocol 7.38 on
+ * Debian 12).  What 7.39-7.45 added and mqfs uses is defined here, each
+ * with the minor that brought it (the kernel's include/uapi/linux/fuse.h
+ * changelog), and every layout mqfs builds or decodes by hand has its
+ * size checked against the protocol's.
+ */
+#ifndef MQFS_FUSE_PROTO_H
+#define MQFS_FUSE_PROTO_H
+
+#include <linux/fuse.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* The minor mqfs answers INIT with (the kernel uses the smaller one). */
+#define MQFS_FUSE_MINOR		45
+/* Oldest kernel minor served: FUSE_INIT_EXT (flags2) came in 7.36. */
+#define MQFS_FUSE_MINOR_MIN	36
+
+/* 7.39: shared mmap of FOPEN_DIRECT_IO files (page cache for the map). */
+#ifndef FUSE_DIRECT_IO_ALLOW_MMAP
+#define FUSE_DIRECT_IO_ALLOW_MMAP	(1ULL << 36)
+#endif
+/* 7.42: requests over io_uring (FUSE_IO_URING_CMD_*). */
+#ifndef FUSE_OVER_IO_URING
+#define FUSE_OVER_IO_URING		(1ULL << 41)
+#endif
+
+/* Opcodes after 7.38, for the names in -d output (served as ENOSYS). */
+enum {
+	MQFS_FUSE_STATX			= 52,	/* 7.39 */
+	MQFS_FUSE_COPY_FILE_RANGE_64	= 53,	/* 7.45 */
+	MQFS_FUSE_OPCODE_MAX		= 54,
+};
+
+/*
+ * fuse_init_out as of 7.43: 7.40 took the first unused word for
+ * max_stack_depth (passthrough), 7.43 the next half for request_timeout.
+ * mqfs sets neither; the layout keeps the reply's size honest.
+ */
+struct mqfs_fuse_init_out {
+	uint32_t major;
+	uint32_t minor;
+	uint32_t max_readahead;
+	uint32_t flags;
+	uint16_t max_background;
+	uint16_t congestion_threshold;
+	uint32_t max_write;
+	uint32_t time_gran;
+	uint16_t max_pages;
+	uint16_t map_alignment;
+	uint32_t flags2;
+	uint32_t max_stack_depth;
+	uint16_t request_timeout;
+	uint16_t unused[11];
+};
+
+_Static_assert(sizeof(struct mqfs_fuse_init_out) == sizeof(struct fuse_init_out),
+	       "fuse_init_out 7.43 layout");
+_Static_assert(offsetof(struct mqfs_fuse_init_out, flags2) ==
+	       offsetof(struct fuse_init_out, flags2), "init_out flags2");
+_Static_assert(sizeof(struct fuse_in_header) == 40, "fuse_in_header");
+_Static_assert(sizeof(struct fuse_out_header) == 16, "fuse_out_header");
+_Static_assert(sizeof(struct fuse_write_in) == 40, "fuse_write_in");
+_Static_assert(sizeof(struct fuse_read_in) == 40, "fuse_read_in");
+_Static_assert(sizeof(struct fuse_init_in) == 64, "fuse_init_in");
+_Static_assert(sizeof(struct fuse_entry_out) == 128, "fuse_entry_out");
+_Static_assert(sizeof(struct fuse_attr_out) == 104, "fuse_attr_out");
+_Static_assert(sizeof(struct fuse_open_out) == 16, "fuse_open_out");
+_Static_assert(sizeof(struct fuse_dirent) == 24, "fuse_dirent");
+_Static_assert(sizeof(struct fuse_direntplus) == 152, "fuse_direntplus");
+/* Without FUSE_SETXATTR_EXT (not asked for) SETXATTR has the old 8 bytes. */
+_Static_assert(FUSE_COMPAT_SETXATTR_IN_SIZE == 8 &&
+	       offsetof(struct fuse_setxattr_in, flags) == 4, "setxattr_in");
+_Static_assert(sizeof(struct fuse_statfs_out) == 80, "fuse_statfs_out");
+
+/* Bytes before a WRITE's data: the kernel copies it right after these. */
+#define MQFS_FUSE_WRITE_HDR	(sizeof(struct fuse_in_header) + \
+				 sizeof(struct fuse_write_in))
+
+#endif /* MQFS_FUSE_PROTO_H */

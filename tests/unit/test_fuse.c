@@ -1,0 +1,470 @@
+// SPDX-License-Identifier: MIT
+/*
+ * test_fuse.c - the FUSE engine's parts that need no kernel (src/fuse):
+ * the decoder on crafted and on damaged messages (every opcode's
+ * layout, short headers, lengths that disagree, names without their
+ * NUL, data shorter than announced, extensions, opcodes not served; and
+ * a few hundred thousand random damages of valid messages, each either
+ * refused or decoded with every pointer inside the message); the slot
+ * pool (ABA-safe stack, a getter sleeping until a put); the replies'
+ * framing on a pipe, errors outside the kernel's range, and a
+ * cancellable request answered once only; directory records.
+ */
+#include <check.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "fuse_i.h"
+
+/* ---- building messages ---------------------------------------------------- */
+
+struct msg {
+	_Alignas(8) char buf[8192];
+	size_t len;
+};
+
+static void msg_start(struct msg *m, uint32_t opcode, uint64_t nodeid)
+{
+	struct fuse_in_header h = { .opcode = opcode, .unique = 42,
+				    .nodeid = nodeid, .uid = 1, .gid = 2 };
+
+	memset(m, 0, sizeof(*m));
+	memcpy(m->buf, &h, sizeof(h));
+	m->len = sizeof(h);
+}
+
+static void msg_add(struct msg *m, const void *p, size_t n)
+{
+	ck_assert_uint_le(m->len + n, sizeof(m->buf));
+	memcpy(m->buf + m->len, p, n);
+	m->len += n;
+}
+
+static void msg_str(struct msg *m, const char *s)
+{
+	msg_add(m, s, strlen(s) + 1);
+}
+
+/* Seal: the header's length is what was built (or @len if nonzero). */
+static size_t msg_end(struct msg *m)
+{
+	((struct fuse_in_header *)m->buf)->len = (uint32_t)m->len;
+	return m->len;
+}
+
+static int dec(struct msg *m, struct mqfs_fuse_msg *out)
+{
+	return mqfs_fuse_decode(m->buf, m->len, out);
+}
+
+/* ---- the decoder ------------------------------------------------------------ */
+
+START_TEST(test_decode_layouts)
+{
+	struct fuse_write_in w = { .fh = 7, .offset = 4096, .size = 100 };
+	struct fuse_batch_forget_in bf = { .count = 3 };
+	struct fuse_forget_one one[3] = { { 5, 1 }, { 6, 2 }, { 7, 3 } };
+	struct fuse_rename2_in rn = { .newdir = 9, .flags = 1 };
+	uint32_t sx[2] = { 5, 0 };		/* setxattr: size, flags */
+	uint32_t init[4] = { 7, 31, 65536, 0 };
+	struct mqfs_fuse_msg m;
+	struct msg b;
+	char data[100];
+
+	msg_start(&b, FUSE_LOOKUP, 1);
+	msg_str(&b, "name");
+	msg_end(&b);
+	ck_assert_int_eq(dec(&b, &m), 0);
+	ck_assert_ptr_null(m.arg);
+	ck_assert_str_eq(m.name[0], "name");
+	ck_assert_uint_eq(m.h->nodeid, 1);
+
+	memset(data, 'd', sizeof(data));
+	msg_start(&b, FUSE_WRITE, 3);
+	msg_add(&b, &w, sizeof(w));
+	msg_add(&b, data, sizeof(data));
+	msg_end(&b);
+	ck_assert_int_eq(dec(&b, &m), 0);
+	ck_assert_ptr_eq(m.data, b.buf + MQFS_FUSE_WRITE_HDR);
+	ck_assert_uint_eq(m.data_len, 100);
+
+	msg_start(&b, FUSE_SETXATTR, 3);
+	msg_add(&b, sx, sizeof(sx));
+	msg_str(&b, "user.x");
+	msg_add(&b, "value", 5);
+	msg_end(&b);
+	ck_assert_int_eq(dec(&b, &m), 0);
+	ck_assert_str_eq(m.name[0], "user.x");
+	ck_assert_uint_eq(m.data_len, 5);
+	ck_assert(!memcmp(m.data, "value", 5));
+
+	msg_start(&b, FUSE_BATCH_FORGET, 0);
+	msg_add(&b, &bf, sizeof(bf));
+	msg_add(&b, one, sizeof(one));
+	msg_end(&b);
+	ck_assert_int_eq(dec(&b, &m), 0);
+	ck_assert_uint_eq(m.data_len, sizeof(one));
+
+	msg_start(&b, FUSE_RENAME2, 3);
+	msg_add(&b, &rn, sizeof(rn));
+	msg_str(&b, "old");
+	msg_str(&b, "new");
+	msg_end(&b);
+	ck_assert_int_eq(dec(&b, &m), 0);
+	ck_assert_str_eq(m.name[0], "old");
+	ck_assert_str_eq(m.name[1], "new");
+
+	/* An INIT from a kernel before 7.36: four words. */
+	msg_start(&b, FUSE_INIT, 0);
+	msg_add(&b, init, sizeof(init));
+	msg_end(&b);
+	ck_assert_int_eq(dec(&b, &m), 0);
+	ck_assert_uint_eq(m.arg_len, sizeof(init));
+
+	msg_start(&b, FUSE_STATFS, 1);
+	msg_end(&b);
+	ck_assert_int_eq(dec(&b, &m), 0);
+}
+END_TEST
+
+START_TEST(test_decode_refuses)
+{
+	struct fuse_write_in w = { .size = 100 };
+	struct fuse_batch_forget_in bf = { .count = 1000 };
+	struct fuse_read_in rd = { .size = 4096 };
+	struct mqfs_fuse_msg m;
+	struct msg b;
+
+	msg_start(&b, FUSE_LOOKUP, 1);
+	msg_str(&b, "x");
+	msg_end(&b);
+	ck_assert_int_eq(mqfs_fuse_decode(b.buf, 39, &m), -EPROTO);
+	ck_assert_int_eq(mqfs_fuse_decode(b.buf, 0, &m), -EPROTO);
+	/* The header says more (or less) than was read. */
+	ck_assert_int_eq(mqfs_fuse_decode(b.buf, b.len - 1, &m), -EIO);
+	ck_assert_ptr_eq(m.h, (void *)b.buf);
+
+	msg_start(&b, FUSE_LOOKUP, 1);
+	msg_add(&b, "noterm", 6);
+	msg_end(&b);
+	ck_assert_int_eq(dec(&b, &m), -EIO);
+
+	msg_start(&b, FUSE_SYMLINK, 1);
+	msg_str(&b, "name");
+	msg_add(&b, "tgt", 3);			/* the target's NUL missing */
+	msg_end(&b);
+	ck_assert_int_eq(dec(&b, &m), -EIO);
+
+	msg_start(&b, FUSE_WRITE, 3);
+	msg_add(&b, &w, sizeof(w));
+	msg_add(&b, "short", 5);
+	msg_end(&b);
+	ck_assert_int_eq(dec(&b, &m), -EIO);
+
+	msg_start(&b, FUSE_READ, 3);
+	msg_add(&b, &rd, sizeof(rd) - 1);
+	msg_end(&b);
+	ck_assert_int_eq(dec(&b, &m), -EIO);
+
+	msg_start(&b, FUSE_BATCH_FORGET, 0);
+	msg_add(&b, &bf, sizeof(bf));
+	msg_end(&b);
+	ck_assert_int_eq(dec(&b, &m), -EIO);
+
+	/* Extensions longer than the message. */
+	msg_start(&b, FUSE_GETATTR, 1);
+	msg_add(&b, &rd, 16);
+	msg_end(&b);
+	((struct fuse_in_header *)b.buf)->total_extlen = 3;
+	ck_assert_int_eq(dec(&b, &m), -EIO);
+
+	msg_start(&b, FUSE_GETLK, 1);
+	msg_end(&b);
+	ck_assert_int_eq(dec(&b, &m), -ENOSYS);
+	msg_start(&b, 4000, 1);
+	msg_end(&b);
+	ck_assert_int_eq(dec(&b, &m), -ENOSYS);
+}
+END_TEST
+
+/* Every pointer a decoded message holds lies inside it. */
+static void check_inside(const struct msg *b, size_t n,
+			 const struct mqfs_fuse_msg *m)
+{
+	const char *lo = b->buf, *hi = b->buf + n;
+
+	for (int i = 0; i < 2; i++)
+		if (m->name[i]) {
+			ck_assert(m->name[i] >= lo && m->name[i] < hi);
+			ck_assert_ptr_nonnull(memchr(m->name[i], 0,
+						     (size_t)(hi - m->name[i])));
+		}
+	if (m->data)
+		ck_assert(m->data >= (void *)lo &&
+			  (const char *)m->data + m->data_len <= hi);
+	if (m->arg)
+		ck_assert(m->arg >= (void *)lo &&
+			  (const char *)m->arg + m->arg_len <= hi);
+}
+
+/* Random damage to valid messages: refused, or decoded inside bounds. */
+START_TEST(test_decode_damage)
+{
+	static const uint32_t ops[] = { FUSE_LOOKUP, FUSE_WRITE, FUSE_SETXATTR,
+					FUSE_RENAME2, FUSE_BATCH_FORGET,
+					FUSE_CREATE };
+	unsigned seed = 12345, decoded = 0, refused = 0;
+
+	for (unsigned iter = 0; iter < 200000; iter++) {
+		struct mqfs_fuse_msg m;
+		struct msg b;
+		size_t n;
+		int ret;
+
+		msg_start(&b, ops[iter % MQ_ARRAY_SIZE(ops)], 2);
+		/* Names every 9 bytes; small sizes for WRITE and SETXATTR. */
+		for (unsigned k = 0; k < 64; k++)
+			b.buf[40 + k] = k % 9 == 8 ? 0 : (char)('a' + k % 26);
+		memset(b.buf + 40, 0, 4);
+		memset(b.buf + 40 + 17, 0, 3);
+		b.len = 40 + 64;
+		msg_end(&b);
+		/* Damage: bytes after the header, then maybe the length. */
+		for (int k = 0; k < 1 + rand_r(&seed) % 4; k++)
+			b.buf[40 + rand_r(&seed) % 64] = (char)rand_r(&seed);
+		n = b.len;
+		if (rand_r(&seed) % 3 == 0)
+			n = 40 + rand_r(&seed) % 64;
+		if (rand_r(&seed) % 5 == 0)
+			((struct fuse_in_header *)b.buf)->len = (uint32_t)n;
+		ret = mqfs_fuse_decode(b.buf, n, &m);
+		if (ret) {
+			ck_assert(ret == -EIO || ret == -ENOSYS);
+			refused++;
+			continue;
+		}
+		check_inside(&b, n, &m);
+		decoded++;
+	}
+	ck_assert_uint_gt(decoded, 1000);
+	ck_assert_uint_gt(refused, 1000);
+}
+END_TEST
+
+/* ---- the pool ------------------------------------------------------------- */
+
+struct getter {
+	struct mqfs_pool *p;
+	struct mqfs_req *got;
+};
+
+static void *getter_main(void *arg)
+{
+	struct getter *g = arg;
+
+	g->got = mqfs_pool_get(g->p);
+	return NULL;
+}
+
+START_TEST(test_pool)
+{
+	struct mqfs_req *r[4];
+	struct mqfs_pool p;
+	struct getter g;
+	pthread_t t;
+
+	ck_assert_int_eq(mqfs_pool_create(&p, 0), -EINVAL);
+	ck_assert_int_eq(mqfs_pool_create(&p, 4), 0);
+	for (int i = 0; i < 4; i++) {
+		r[i] = mqfs_pool_get(&p);
+		ck_assert_ptr_eq(r[i]->payload, r[i]->mem + MQFS_SLOT_HDR);
+		ck_assert_uint_eq((uintptr_t)r[i]->payload % 4096, 0);
+		for (int k = 0; k < i; k++)
+			ck_assert_ptr_ne(r[i], r[k]);
+	}
+	g = (struct getter){ .p = &p };
+	ck_assert_int_eq(pthread_create(&t, NULL, getter_main, &g), 0);
+	while (!atomic_load(&p.waiters))
+		usleep(1000);
+	ck_assert_ptr_null(g.got);
+	mqfs_pool_put(&p, r[2]);
+	pthread_join(t, NULL);
+	ck_assert_ptr_eq(g.got, r[2]);
+	ck_assert_uint_eq(atomic_load(&p.waits), 1);
+	for (int i = 0; i < 4; i++)
+		mqfs_pool_put(&p, i == 2 ? g.got : r[i]);
+	mqfs_pool_destroy(&p);
+}
+END_TEST
+
+/* ---- replies -------------------------------------------------------------- */
+
+struct rig {
+	struct mqfs_daemon d;
+	struct mqfs_req *r;
+	struct msg in;
+	int pipe[2];
+};
+
+static void rig_open(struct rig *g, uint32_t opcode)
+{
+	struct mqfs_config cfg = { .cache = MQFS_CACHE_NONE };
+
+	mqfs_daemon_init(&g->d, &cfg);
+	ck_assert_int_eq(mqfs_engine_init(&g->d.eng, 1, 1, false), 0);
+	ck_assert_int_eq(pipe2(g->pipe, O_NONBLOCK), 0);
+	g->r = mqfs_pool_get(&g->d.eng.pool);
+	g->r->d = &g->d;
+	g->r->fd = g->pipe[1];
+	msg_start(&g->in, opcode, 1);
+	g->in.len += 64;	/* zeroes: any opcode's fixed argument */
+	msg_end(&g->in);
+	ck_assert_int_eq(dec(&g->in, &g->r->m), 0);
+	atomic_store(&g->r->refs, 1);
+}
+
+static void rig_close(struct rig *g)
+{
+	mqfs_pool_put(&g->d.eng.pool, g->r);
+	close(g->pipe[0]);
+	close(g->pipe[1]);
+	mqfs_daemon_destroy(&g->d);
+}
+
+/* The next reply on the pipe: its header, its body in @body. */
+static ssize_t rig_read(struct rig *g, struct fuse_out_header *oh, void *body,
+			size_t cap)
+{
+	char buf[4096];
+	ssize_t n = read(g->pipe[0], buf, sizeof(buf));
+
+	if (n < 0)
+		return -errno;
+	ck_assert_int_ge(n, (ssize_t)sizeof(*oh));
+	memcpy(oh, buf, sizeof(*oh));
+	ck_assert_uint_eq(oh->len, (size_t)n);
+	memcpy(body, buf + sizeof(*oh), MQ_MIN(cap, (size_t)n - sizeof(*oh)));
+	return n - (ssize_t)sizeof(*oh);
+}
+
+START_TEST(test_replies)
+{
+	struct fuse_out_header oh;
+	struct rig g;
+	char body[64];
+
+	rig_open(&g, FUSE_GETATTR);
+	ck_assert_int_eq(mqfs_reply_err(g.r, -ENOENT), 0);
+	ck_assert_int_eq(rig_read(&g, &oh, body, sizeof(body)), 0);
+	ck_assert_int_eq(oh.error, -ENOENT);
+	ck_assert_uint_eq(oh.unique, 42);
+	ck_assert_int_eq(mqfs_reply(g.r, "hello", 5), 0);
+	ck_assert_int_eq(rig_read(&g, &oh, body, sizeof(body)), 5);
+	ck_assert_int_eq(oh.error, 0);
+	ck_assert(!memcmp(body, "hello", 5));
+	/* Outside (-ERESTARTSYS, 0] the kernel would refuse it: EIO. */
+	ck_assert_int_eq(mqfs_reply_err(g.r, -1000), 0);
+	ck_assert_int_eq(rig_read(&g, &oh, body, sizeof(body)), 0);
+	ck_assert_int_eq(oh.error, -EIO);
+	ck_assert_int_eq(mqfs_reply_err(g.r, 5), 0);
+	ck_assert_int_eq(rig_read(&g, &oh, body, sizeof(body)), 0);
+	ck_assert_int_eq(oh.error, -EIO);
+	rig_close(&g);
+}
+END_TEST
+
+/*
+ * A cancellable request: whoever takes its unique answers (here the
+ * interrupt's side takes it first); the completion's reply then writes
+ * nothing, and its slot comes back once both references are gone.
+ */
+START_TEST(test_cancellable_once)
+{
+	struct fuse_out_header oh;
+	uint64_t unique = 42;
+	struct rig g;
+	char body[8];
+
+	rig_open(&g, FUSE_READ);
+	mqfs_req_async(g.r, true);
+	ck_assert_uint_eq(atomic_load(&g.r->live), 42);
+	ck_assert(atomic_compare_exchange_strong(&g.r->live, &unique, 0));
+	ck_assert_int_eq(mqfs_reply(g.r, "late", 4), -ENOENT);
+	ck_assert_int_eq(rig_read(&g, &oh, body, sizeof(body)), -EAGAIN);
+	ck_assert_uint_eq(mq_inflight_count(&g.d.eng.inflight), 1);
+	atomic_fetch_add(&g.r->refs, 1);	/* rig_close puts it */
+	mqfs_req_complete(g.r);			/* the completion's */
+	ck_assert_uint_eq(mq_inflight_count(&g.d.eng.inflight), 0);
+	atomic_fetch_sub(&g.r->refs, 1);	/* the handler's */
+	rig_close(&g);
+}
+END_TEST
+
+/* ---- directory records ----------------------------------------------------- */
+
+static void count_forget(void *arg, uint64_t ino)
+{
+	uint64_t *sum = arg;
+
+	*sum += ino;
+}
+
+START_TEST(test_dirbuf)
+{
+	char buf[400];
+	struct mqfs_dirbuf b = { .buf = buf, .size = sizeof(buf) };
+	struct mqfs_entry e = { .ino = 10, .generation = 1 };
+	const struct fuse_dirent *de;
+	uint64_t sum = 0;
+	unsigned n = 0;
+
+	while (mqfs_dirbuf_add(&b, "entry", 5, DT_REG, n + 1, NULL))
+		n++;
+	ck_assert_uint_eq(n, sizeof(buf) / FUSE_DIRENT_ALIGN(FUSE_NAME_OFFSET + 5));
+	de = (const struct fuse_dirent *)buf;
+	ck_assert_uint_eq(de->namelen, 5);
+	ck_assert_uint_eq(de->off, 1);
+	ck_assert(!memcmp(de->name, "entry", 5));
+
+	b = (struct mqfs_dirbuf){ .buf = buf, .size = sizeof(buf), .plus = true,
+				  .timeout = 60 };
+	ck_assert(mqfs_dirbuf_add(&b, ".", 1, DT_DIR, 1, &(struct mqfs_entry){ 0 }));
+	ck_assert(mqfs_dirbuf_add(&b, "f", 10, DT_REG, 2, &e));
+	ck_assert(!mqfs_dirbuf_add(&b, "g", 11, DT_REG, 3, &e));	/* full */
+	mqfs_dirbuf_forget(&b, count_forget, &sum);
+	ck_assert_uint_eq(sum, 10);	/* "." handed out no lookup */
+}
+END_TEST
+
+static Suite *fuse_suite(void)
+{
+	Suite *s = suite_create("fuse");
+	TCase *tc = tcase_create("fuse");
+
+	tcase_set_timeout(tc, 60);
+	tcase_add_test(tc, test_decode_layouts);
+	tcase_add_test(tc, test_decode_refuses);
+	tcase_add_test(tc, test_decode_damage);
+	tcase_add_test(tc, test_pool);
+	tcase_add_test(tc, test_replies);
+	tcase_add_test(tc, test_cancellable_once);
+	tcase_add_test(tc, test_dirbuf);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int main(void)
+{
+	SRunner *sr = srunner_create(fuse_suite());
+	int failed;
+
+	srunner_run_all(sr, CK_ENV);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
