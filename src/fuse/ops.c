@@ -377,7 +377,7 @@ static int open_flags(const struct mqfs_daemon *d, int flags)
  * filesystem orders them itself); a shared mmap of such a file goes
  * through the page cache (DIRECT_IO_ALLOW_MMAP), which the kernel writes
  * back and invalidates around the direct I/O.  dontcache writes then go
- * through the write-behind.
+ * through the write-behind, whose close (FUSE flush) writes them back.
  */
 static uint32_t open_cache_flags(struct mqfs_daemon *d, struct mqfs_file *f,
 				 int flags)
@@ -388,11 +388,18 @@ static uint32_t open_cache_flags(struct mqfs_daemon *d, struct mqfs_file *f,
 		m = d->cache;
 	if (flags & O_DIRECT)
 		m = MQFS_CACHE_NONE;
-	if (m == MQFS_CACHE_KERNEL)
-		return FOPEN_KEEP_CACHE;
-	if (m == MQFS_CACHE_DONTCACHE)
+	if (m == MQFS_CACHE_DONTCACHE) {
 		mqfs_file_set_dontcache(f);
-	return FOPEN_DIRECT_IO | FOPEN_PARALLEL_DIRECT_WRITES;
+		return FOPEN_DIRECT_IO | FOPEN_PARALLEL_DIRECT_WRITES;
+	}
+	/*
+	 * Only write-behind needs the close: without the writeback cache
+	 * (which ignores it) FOPEN_NOFLUSH saves a round trip per close.
+	 */
+	flags = d->conn.writeback ? 0 : FOPEN_NOFLUSH;
+	if (m == MQFS_CACHE_KERNEL)
+		return (uint32_t)flags | FOPEN_KEEP_CACHE;
+	return (uint32_t)flags | FOPEN_DIRECT_IO | FOPEN_PARALLEL_DIRECT_WRITES;
 }
 
 static void op_open(struct mqfs_req *r)
