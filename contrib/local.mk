@@ -1,9 +1,12 @@
 # SPDX-License-Identifier: MIT
 EXTRA_DIST += \
+	contrib/bench/benchlib.py \
 	contrib/bench/blk-mechanisms \
 	contrib/bench/compare \
+	contrib/bench/cpu-per-req \
 	contrib/bench/dontcache \
 	contrib/bench/fs-vs-raw \
+	contrib/bench/meta \
 	contrib/bench/uring-vs-fio \
 	contrib/fio/compare-fill.fio \
 	contrib/fio/compare-randread-4k-qd32.fio \
@@ -13,6 +16,8 @@ EXTRA_DIST += \
 	contrib/fio/compare-seqwrite-128k-qd128.fio \
 	contrib/fio/compare-showcase-randread-4k-qd1-2writers.fio \
 	contrib/fio/compare-write-128k-qd1-buffered.fio \
+	contrib/fio/cpu-randread-4k-qd1.fio \
+	contrib/fio/cpu-randwrite-4k-qd1.fio \
 	contrib/fio/dontcache-A.fio \
 	contrib/fio/dontcache-A-direct.fio \
 	contrib/fio/dontcache-B.fio \
