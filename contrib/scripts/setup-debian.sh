@@ -1,11 +1,21 @@
 #!/bin/sh
 # SPDX-License-Identifier: MIT
-# Install the Debian 12 packages mqfs needs to build, test and benchmark,
-# only when one is missing.  Non-interactive: CI has no standard input.
+# Install the Debian 12 packages mqfs needs, only when one is missing.
+# Non-interactive: CI has no standard input.
+#
+#   setup-debian.sh            build and test (make check, the demo)
+#   setup-debian.sh --bench    and the benchmarks' references (fuse2fs,
+#                              ext4 tools, gnuplot, git for the builds of
+#                              other revisions)
 set -eu
 
 PKGS="build-essential autoconf automake pkg-config libfuse3-dev fuse3 \
-liburing-dev libxxhash-dev check fio valgrind python3 fuse2fs e2fsprogs gnuplot-nox"
+liburing-dev libxxhash-dev check fio python3 libcap2-bin"
+case ${1:-} in
+--bench) PKGS="$PKGS fuse2fs e2fsprogs gnuplot-nox git" ;;
+'') ;;
+*) echo "usage: $0 [--bench]" >&2; exit 2 ;;
+esac
 
 missing=""
 for p in $PKGS; do
