@@ -191,12 +191,13 @@ void mqfs_read(struct mqfs_fs *fs, struct mqfs_file *f, uint64_t off,
 	       size_t size, void *buf, struct mqfs_io *io,
 	       mqfs_read_done_t done, void *arg);
 /*
- * A write by a caller without CAP_FSETID is about to happen: drop the
- * privileges first (MQFS_SET_KILL_SUIDGID), when there are any; cheap
- * when there are none (the common case).  1 when the attributes changed
- * (a front end that caches them should say so), 0, or -errno.
+ * A write is about to happen: drop the file capabilities first and, for
+ * a caller without CAP_FSETID (@suid), suid and executable sgid too
+ * (MQFS_SET_KILL_SUIDGID), as the VFS does; cheap when there is nothing
+ * to drop (the common case).  1 when the attributes changed (a front end
+ * that caches them should say so), 0, or -errno.
  */
-int mqfs_file_kill_priv(struct mqfs_fs *fs, struct mqfs_file *f);
+int mqfs_file_kill_priv(struct mqfs_fs *fs, struct mqfs_file *f, bool suid);
 /*
  * Asynchronous write.  @data must stay valid and unchanged until both
  * mqfs_write has returned and @done has been called (in either order):

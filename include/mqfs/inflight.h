@@ -9,6 +9,12 @@
  * the waiter sleeps on, so it cannot be lost.  Used for an inode's
  * unlocked data I/O (truncate waits) and the FUSE engine's asynchronous
  * requests (teardown waits).
+ *
+ * Lifetime: the last mq_inflight_dec may still be taking the lock after
+ * a waiter has seen the count at 0, so the struct may be destroyed only
+ * once every thread that decrements it is done (an inode's I/O ends
+ * before its reply; the engine's is destroyed after the device's reaper
+ * threads are joined).
  */
 #ifndef MQFS_INFLIGHT_H
 #define MQFS_INFLIGHT_H

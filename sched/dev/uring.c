@@ -490,19 +490,23 @@ static int uring_poll(struct mq_hw_queue *hctx, unsigned min_complete)
 }
 
 /*
- * The caller's memory as fixed buffers.  Registration pins it, which
- * RLIMIT_MEMLOCK may refuse an unprivileged caller: on the first ring
- * the device then goes on without (plain reads and writes), said once;
- * a later ring must do as the first did.
+ * The caller's memory as fixed buffers.  Registration pins it (charged
+ * per ring), which RLIMIT_MEMLOCK may refuse an unprivileged caller:
+ * the device then goes on without them on every ring (plain reads and
+ * writes), said once.
  */
 static int uring_register_bufs(struct uring_dev *ud, struct uring_queue *uq)
 {
 	int ret = io_uring_register_buffers(&uq->ring, ud->bufs, ud->nr_bufs);
 
-	if (!ret || uq->index)
-		return ret;
-	fprintf(stderr, "mqfs: uring %s: fixed buffers refused (%s): "
-		"plain I/O\n", ud->dev.name, strerror(-ret));
+	if (!ret)
+		return 0;
+	fprintf(stderr, "mqfs: uring %s q%u: fixed buffers refused (%s): "
+		"plain I/O\n", ud->dev.name, uq->index, strerror(-ret));
+	/* Queues come up in order, before any I/O: undo the earlier ones. */
+	for (unsigned i = 0; i < uq->index; i++)
+		if (ud->queues[i])
+			io_uring_unregister_buffers(&ud->queues[i]->ring);
 	free(ud->bufs);
 	ud->bufs = NULL;
 	ud->nr_bufs = 0;

@@ -149,32 +149,51 @@ int mqfs_setattr(struct mqfs_fs *fs, uint64_t ino, const struct stat *attr,
 	return err;
 }
 
-/* Anything to drop: suid, executable sgid, file capabilities? */
-static bool attr_has_priv(struct mqfs_fs *fs, struct mqfs_ino *ip)
+/* Caps only (a writer with CAP_FSETID): under the exclusive lock. */
+static int attr_kill_caps(struct mqfs_fs *fs, struct mqfs_ino *ip)
+{
+	int err;
+
+	mqfs_file_lock(ip, true);
+	err = mqfs_xattr_kill_caps(fs, ip);	/* ctime with it */
+	pthread_rwlock_unlock(&ip->lock);
+	return err;
+}
+
+/* Anything to drop: file capabilities, with @suid suid and executable sgid? */
+static bool attr_has_priv(struct mqfs_fs *fs, struct mqfs_ino *ip, bool suid)
 {
 	uint16_t mode;
 
-	pthread_mutex_lock(&ip->meta_lock);
-	mode = ip->d.mode;
-	pthread_mutex_unlock(&ip->meta_lock);
-	if (mode & S_ISUID || (mode & (S_ISGID | S_IXGRP)) == (S_ISGID | S_IXGRP))
-		return true;
-	return ip->d.xattr_blk && mqfs_xattr_has_caps(fs, ip);
+	if (suid) {
+		pthread_mutex_lock(&ip->meta_lock);
+		mode = ip->d.mode;
+		pthread_mutex_unlock(&ip->meta_lock);
+		if (mode & S_ISUID ||
+		    (mode & (S_ISGID | S_IXGRP)) == (S_ISGID | S_IXGRP))
+			return true;
+	}
+	return mqfs_xattr_has_caps(fs, ip);
 }
 
-int mqfs_file_kill_priv(struct mqfs_fs *fs, struct mqfs_file *f)
+int mqfs_file_kill_priv(struct mqfs_fs *fs, struct mqfs_file *f, bool suid)
 {
 	struct mqfs_ino *ip = f->ip;
 	struct stat none = { 0 };
 	bool some;
+	int err;
 
 	mqfs_file_lock(ip, false);
-	some = attr_has_priv(fs, ip);
+	some = attr_has_priv(fs, ip, suid);
 	pthread_rwlock_unlock(&ip->lock);
 	if (!some)
 		return 0;
-	return mqfs_setattr(fs, ip->ino, &none, MQFS_SET_KILL_SUIDGID,
-			    NULL) ?: 1;
+	if (suid)
+		err = mqfs_setattr(fs, ip->ino, &none, MQFS_SET_KILL_SUIDGID,
+				   NULL);
+	else
+		err = attr_kill_caps(fs, ip);
+	return err ? err : 1;
 }
 
 /* O_TRUNC: empty a regular file and set its times (lock exclusive). */

@@ -65,23 +65,28 @@ struct mqfs_icache {
 	size_t nr_cached;
 	struct mq_list_head lru;	/* unused inodes, oldest first */
 	size_t nr_unused, max_unused;
-	/*
-	 * Inodes whose times changed in memory only (IC_LAZY_QUEUED), by
-	 * lazy_link.  lazy_lock is taken under inode locks and before a
-	 * handle (mqfs_ino_write_lazy holds it while writing them).
-	 */
+	/* Inodes whose times changed in memory only, by lazy_link. */
 	pthread_mutex_t lazy_lock;
 	struct mq_list_head lazy;
 	atomic_uint nr_lazy;
 };
 
 /*
- * ip->lazy: CLEAN, QUEUED on the list, or WRITING (taken off it by
- * mqfs_ino_write_lazy, which holds lazy_lock until they are CLEAN
- * again; a touch that sees WRITING waits for the lock and queues anew).
+ * ip->lazy: CLEAN, QUEUED on the list, or WRITING (taken off it by a
+ * batch, which holds lazy_lock until they are CLEAN again; a touch that
+ * sees WRITING waits for the lock and queues anew).
+ *
+ * Lock order: inode lock, then a handle, then lazy_lock - a batch starts
+ * its handle before it takes the lock, and the commit thread only tries
+ * both, so nothing holding lazy_lock ever waits for the journal.  The
+ * list holds no reference: a queued inode is never evicted
+ * (ic_park_locked passes it by until a commit wrote it, so eviction does
+ * no I/O), and a deletion, of an inode nothing uses and so nothing can
+ * queue again, takes it off before its own handle.
  */
 enum { IC_LAZY_CLEAN = 0, IC_LAZY_QUEUED, IC_LAZY_WRITING };
 #define IC_LAZY_BATCH		16u	/* records per handle */
+#define IC_EVICT_SCAN		16u	/* queued inodes passed by per park */
 
 static inline struct ic_ent *ic_ent(struct mqfs_ino *ip)
 {
@@ -132,7 +137,7 @@ static void ic_free_list(struct mq_list_head *list)
 
 /* ---- times kept in memory ------------------------------------------------- */
 
-/* @ip is going away (evicted unwritten, or deleted): off the list. */
+/* @ip is being deleted or freed (nothing uses it): off the list. */
 static void ic_lazy_drop(struct mqfs_icache *c, struct mqfs_ino *ip)
 {
 	if (atomic_load(&ip->lazy) == IC_LAZY_CLEAN)
@@ -164,20 +169,12 @@ void mqfs_ino_touch_lazy(struct mqfs_fs *fs, struct mqfs_ino *ip)
 	pthread_mutex_unlock(&c->lazy_lock);
 }
 
-/* Up to a batch of queued records in one handle (lazy_lock held). */
-static int ic_lazy_batch(struct mqfs_fs *fs, struct mqfs_icache *c, bool wait)
+/* Take up to @max queued inodes off the list (lazy_lock held). */
+static unsigned ic_lazy_take(struct mqfs_icache *c, struct mqfs_ino **v,
+			     unsigned max)
 {
-	/* A batch is small against the journal (tests make tiny ones). */
-	unsigned max = MQ_MAX(1u, MQ_MIN(IC_LAZY_BATCH, fs->journal_blocks / 8));
-	struct mqfs_ino *v[IC_LAZY_BATCH];
-	struct mqfs_handle h;
-	unsigned n = 0, i;
-	int err, err2;
+	unsigned n = 0;
 
-	err = wait ? mqfs_trans_start(fs, max, &h)
-		   : mqfs_trans_try_start(fs, max, &h);
-	if (err)
-		return err;
 	while (n < max && !mq_list_empty(&c->lazy)) {
 		struct mqfs_ino *ip = mq_list_first_entry(&c->lazy,
 							  struct mqfs_ino,
@@ -188,18 +185,49 @@ static int ic_lazy_batch(struct mqfs_fs *fs, struct mqfs_icache *c, bool wait)
 		atomic_store(&ip->lazy, IC_LAZY_WRITING);
 		v[n++] = ip;
 	}
-	for (i = 0; i < n && !err; i++)
-		err = mqfs_inode_dirty(&h, v[i]);
-	/* On an error the rest stay queued (the mount is failing anyway). */
+	return n;
+}
+
+/* Records [from, n) were not written: back on the list (mount failing). */
+static void ic_lazy_requeue(struct mqfs_icache *c, struct mqfs_ino **v,
+			    unsigned from, unsigned n)
+{
 	for (unsigned k = 0; k < n; k++) {
-		if (err && k >= i - 1) {
-			atomic_store(&v[k]->lazy, IC_LAZY_QUEUED);
-			mq_list_add_tail(&v[k]->lazy_link, &c->lazy);
-			atomic_fetch_add(&c->nr_lazy, 1);
-		} else {
+		if (k < from) {
 			atomic_store(&v[k]->lazy, IC_LAZY_CLEAN);
+			continue;
 		}
+		atomic_store(&v[k]->lazy, IC_LAZY_QUEUED);
+		mq_list_add_tail(&v[k]->lazy_link, &c->lazy);
+		atomic_fetch_add(&c->nr_lazy, 1);
 	}
+}
+
+/* A handle, then up to a batch of queued records in it; -EAGAIN: not now. */
+static int ic_lazy_batch(struct mqfs_fs *fs, struct mqfs_icache *c, bool wait)
+{
+	/* A batch is small against the journal (tests make tiny ones). */
+	unsigned max = MQ_MAX(1u, MQ_MIN(IC_LAZY_BATCH, fs->journal_blocks / 8));
+	struct mqfs_ino *v[IC_LAZY_BATCH];
+	struct mqfs_handle h;
+	unsigned n, i;
+	int err, err2;
+
+	err = wait ? mqfs_trans_start(fs, max, &h)
+		   : mqfs_trans_try_start(fs, max, &h);
+	if (err)
+		return err;
+	if (wait) {
+		pthread_mutex_lock(&c->lazy_lock);
+	} else if (pthread_mutex_trylock(&c->lazy_lock)) {
+		mqfs_trans_stop(&h);
+		return -EAGAIN;		/* a batch of another thread is at it */
+	}
+	n = ic_lazy_take(c, v, max);
+	for (i = 0; i < n && !err; i++)
+		err = v[i]->deleted ? 0 : mqfs_inode_dirty(&h, v[i]);
+	ic_lazy_requeue(c, v, err ? i - 1 : n, n);
+	pthread_mutex_unlock(&c->lazy_lock);
 	err2 = mqfs_trans_stop(&h);
 	return err ? err : err2;
 }
@@ -209,12 +237,10 @@ int mqfs_ino_write_lazy(struct mqfs_fs *fs, bool wait)
 	struct mqfs_icache *c = fs->icache;
 	int err = 0;
 
-	if (!c || !atomic_load(&c->nr_lazy) || mqfs_fs_writable(fs))
+	if (!c || mqfs_fs_writable(fs))
 		return 0;
-	pthread_mutex_lock(&c->lazy_lock);
-	while (!err && !mq_list_empty(&c->lazy))
+	while (!err && atomic_load(&c->nr_lazy))
 		err = ic_lazy_batch(fs, c, wait);
-	pthread_mutex_unlock(&c->lazy_lock);
 	return err == -EAGAIN ? 0 : err;	/* no room: the next commit */
 }
 
@@ -228,24 +254,6 @@ int mqfs_inode_write(struct mqfs_fs *fs, struct mqfs_ino *ip)
 	err = mqfs_inode_dirty(&h, ip);
 	err2 = mqfs_trans_stop(&h);
 	return err ? err : err2;
-}
-
-/*
- * Unused inodes pushed out of the cache: a record with times kept in
- * memory is written first (the caller holds no handle and no lock).
- */
-static void ic_evict(struct mqfs_fs *fs, struct mq_list_head *victims)
-{
-	struct ic_ent *e;
-
-	mq_list_for_each_entry(e, victims, lru) {
-		if (atomic_load(&e->ip.lazy) == IC_LAZY_CLEAN)
-			continue;
-		ic_lazy_drop(fs->icache, &e->ip);
-		if (!mqfs_fs_writable(fs))
-			mqfs_inode_write(fs, &e->ip);
-	}
-	ic_free_list(victims);
 }
 
 /* ---- hash (icache lock held) ---------------------------------------------- */
@@ -326,17 +334,28 @@ static void ic_hold_locked(struct mqfs_icache *c, struct mqfs_ino *ip)
 	ip->refcount++;
 }
 
-/* An inode became unused: to the LRU, evicting the oldest past the bound. */
+/*
+ * An inode became unused: to the LRU, evicting the oldest past the bound.
+ * One whose times are only in memory is passed by (to the LRU's tail):
+ * the next commit writes it, and a later park evicts it.
+ */
 static void ic_park_locked(struct mqfs_icache *c, struct mqfs_ino *ip,
 			   struct mq_list_head *victims)
 {
+	unsigned passed = 0;
+
 	mq_list_add_tail(&ic_ent(ip)->lru, &c->lru);
 	c->nr_unused++;
-	while (c->nr_unused > c->max_unused) {
+	while (c->nr_unused > c->max_unused && passed < IC_EVICT_SCAN) {
 		struct ic_ent *old = mq_list_first_entry(&c->lru,
 							 struct ic_ent, lru);
 
 		mq_list_del_init(&old->lru);
+		if (atomic_load(&old->ip.lazy) != IC_LAZY_CLEAN) {
+			mq_list_add_tail(&old->lru, &c->lru);
+			passed++;
+			continue;
+		}
 		c->nr_unused--;
 		ic_unhash_locked(c, &old->ip);
 		mq_list_add_tail(&old->lru, victims);
@@ -515,7 +534,7 @@ static void ic_put(struct mqfs_fs *fs, struct mqfs_ino *ip, bool may_delete)
 	}
 	ic_park_locked(c, ip, &victims);
 	pthread_mutex_unlock(&c->lock);
-	ic_evict(fs, &victims);
+	ic_free_list(&victims);
 }
 
 void mqfs_iput(struct mqfs_fs *fs, struct mqfs_ino *ip)
@@ -683,10 +702,8 @@ static int ic_delete_record(struct mqfs_fs *fs, struct ic_ent *e)
 		err = mqfs_inode_dirty(&h, ip);
 	}
 	if (!err) {
-		/* Out of the cache (and the lazy list: nothing may write
-		 * the record again) before the number can be handed out. */
+		/* Out of the cache before the number can be handed out. */
 		ip->deleted = true;
-		ic_lazy_drop(fs->icache, ip);
 		pthread_mutex_lock(&fs->icache->lock);
 		ic_unhash_locked(fs->icache, ip);
 		pthread_mutex_unlock(&fs->icache->lock);
@@ -706,6 +723,8 @@ static int ic_delete(struct mqfs_fs *fs, struct ic_ent *e)
 	struct mqfs_ino *ip = &e->ip;
 	int err = 0;
 
+	/* Before any handle (the lock order): nothing writes it again. */
+	ic_lazy_drop(fs->icache, ip);
 	if (ic_has_extents(&ip->d)) {
 		pthread_rwlock_wrlock(&ip->lock);
 		err = mqfs_file_free_all(fs, ip);

@@ -40,6 +40,8 @@
 
 /* A handler that took this long waited for something: add a worker. */
 #define ENG_BLOCKED_NS	(200 * 1000ull)
+/* Workers left waiting in read() when the others are surplus. */
+#define ENG_READERS	2u
 
 struct mqfs_worker {
 	struct mqfs_daemon *d;
@@ -108,25 +110,31 @@ static void eng_debug_out(const struct fuse_out_header *oh)
 
 /* ---- replies ------------------------------------------------------------- */
 
-/* Write a reply to the channel of @r (@iov[0] is the header's). */
-static int eng_write(struct mqfs_req *r, int err, struct iovec *iov, int n)
+/* Write a reply for @unique to channel @fd (@iov[0] is the header's). */
+static int eng_write_to(struct mqfs_engine *e, int fd, uint64_t unique,
+			int err, struct iovec *iov, int n)
 {
 	struct fuse_out_header oh = { .len = sizeof(oh), .error = err,
-				      .unique = r->m.h->unique };
+				      .unique = unique };
 
 	iov[0] = (struct iovec){ .iov_base = &oh, .iov_len = sizeof(oh) };
 	for (int i = 1; i < n; i++)
 		oh.len += (uint32_t)iov[i].iov_len;
-	if (r->d->eng.debug)
+	if (e->debug)
 		eng_debug_out(&oh);
-	if (writev(r->fd, iov, n) >= 0)
+	if (writev(fd, iov, n) >= 0)
 		return 0;
 	err = errno;
 	/* ENOENT: interrupted or aborted, nobody waits; ENODEV: unmounted. */
 	if (err != ENOENT && err != ENODEV)
-		fprintf(stderr, "mqfs: fuse: reply to %s %" PRIu64 ": %s\n",
-			eng_opname(r->m.h->opcode), oh.unique, strerror(err));
+		fprintf(stderr, "mqfs: fuse: reply to %" PRIu64 ": %s\n",
+			unique, strerror(err));
 	return -ENOENT;
+}
+
+static int eng_write(struct mqfs_req *r, int err, struct iovec *iov, int n)
+{
+	return eng_write_to(&r->d->eng, r->fd, r->m.h->unique, err, iov, n);
 }
 
 /* A cancellable request is answered by whoever takes its unique first. */
@@ -221,11 +229,19 @@ static void eng_interrupt(struct mqfs_req *r)
 		struct mqfs_req *t = &e->pool.reqs[i];
 		uint64_t want = in->unique;
 		struct iovec iov[1];
+		int fd;
 
 		if (t == r || atomic_load(&t->live) != want)
 			continue;
+		/*
+		 * The channel is read before the claim, and nothing of @t
+		 * after it: once claimed, the completion may free the slot
+		 * and a worker read the next request into it.  A won claim
+		 * proves @t still held the request when @fd was read.
+		 */
+		fd = t->fd;
 		if (atomic_compare_exchange_strong(&t->live, &want, 0)) {
-			eng_write(t, -EINTR, iov, 1);
+			eng_write_to(e, fd, in->unique, -EINTR, iov, 1);
 			atomic_fetch_add(&e->cancelled, 1);
 		}
 		break;
@@ -323,6 +339,23 @@ static ssize_t eng_receive(int fd, struct mqfs_req *r)
 
 static void eng_grow(struct mqfs_engine *e);
 
+/*
+ * A surplus worker (enough others wait in read()) sleeps here, off the
+ * channel, until a handler that blocked finds nobody reading: every
+ * sleeper in read() costs a wake-up per request, a parked one nothing.
+ */
+static void eng_park(struct mqfs_engine *e)
+{
+	pthread_mutex_lock(&e->spawn_lock);
+	e->parked++;
+	while (!e->wake_tokens && !e->stopping)
+		pthread_cond_wait(&e->park_cond, &e->spawn_lock);
+	if (e->wake_tokens)
+		e->wake_tokens--;
+	e->parked--;
+	pthread_mutex_unlock(&e->spawn_lock);
+}
+
 static void *eng_worker(void *arg)
 {
 	struct mqfs_worker *w = arg;
@@ -343,9 +376,17 @@ static void *eng_worker(void *arg)
 		t0 = mq_clock_ns();
 		if (!eng_serve(w, r, (size_t)n))
 			r = NULL;	/* the request keeps it */
-		/* It blocked, and nobody was left to take the next one. */
-		if (mq_clock_ns() - t0 > ENG_BLOCKED_NS && !atomic_load(&e->idle))
-			eng_grow(e);
+		if (mq_clock_ns() - t0 > ENG_BLOCKED_NS) {
+			/* It blocked: was anybody left for the next one? */
+			if (!atomic_load(&e->idle))
+				eng_grow(e);
+		} else if (atomic_load(&e->idle) >= ENG_READERS &&
+			   e->max_workers > ENG_READERS) {
+			if (r)
+				mqfs_pool_put(&e->pool, r);
+			r = NULL;
+			eng_park(e);
+		}
 	}
 	if (r)
 		mqfs_pool_put(&e->pool, r);
@@ -371,6 +412,7 @@ int mqfs_engine_init(struct mqfs_engine *e, unsigned max_workers,
 	e->debug = debug;
 	mq_inflight_init(&e->inflight);
 	pthread_mutex_init(&e->spawn_lock, NULL);
+	pthread_cond_init(&e->park_cond, NULL);
 	e->inited = true;
 	e->workers = calloc(e->max_workers, sizeof(*e->workers));
 	if (!e->workers)
@@ -421,16 +463,20 @@ static int eng_spawn_locked(struct mqfs_engine *e)
 	return 0;
 }
 
+/* A parked worker back to the channel, or a new one (up to the most). */
 static void eng_grow(struct mqfs_engine *e)
 {
 	int err = 0;
 
-	if (atomic_load(&e->started) >= e->max_workers)
-		return;
 	pthread_mutex_lock(&e->spawn_lock);
-	if (!e->stopping && atomic_load(&e->started) < e->max_workers &&
-	    !atomic_load(&e->idle))
-		err = eng_spawn_locked(e);
+	if (!e->stopping && !atomic_load(&e->idle)) {
+		if (e->parked > e->wake_tokens) {
+			e->wake_tokens++;
+			pthread_cond_signal(&e->park_cond);
+		} else if (atomic_load(&e->started) < e->max_workers) {
+			err = eng_spawn_locked(e);
+		}
+	}
 	pthread_mutex_unlock(&e->spawn_lock);
 	if (err)
 		fprintf(stderr, "mqfs: fuse: no worker added: %s\n",
@@ -440,7 +486,7 @@ static void eng_grow(struct mqfs_engine *e)
 int mqfs_engine_start(struct mqfs_engine *e, struct mqfs_daemon *d,
 		      int session_fd)
 {
-	unsigned first = MQ_MIN(2u, e->max_workers);
+	unsigned first = MQ_MIN(ENG_READERS, e->max_workers);
 	int err = 0;
 
 	e->d = d;
@@ -460,17 +506,19 @@ void mqfs_engine_stop(struct mqfs_engine *e)
 
 	pthread_mutex_lock(&e->spawn_lock);
 	e->stopping = true;
+	pthread_cond_broadcast(&e->park_cond);	/* to read their ENODEV */
 	n = atomic_load(&e->started);
 	pthread_mutex_unlock(&e->spawn_lock);
-	for (unsigned i = 0; i < n; i++) {
+	for (unsigned i = 0; i < n; i++)
 		pthread_join(e->workers[i].thread, NULL);
+	/* Completions still answer on the workers' channels. */
+	mq_inflight_wait(&e->inflight);
+	for (unsigned i = 0; i < n; i++)
 		close(e->workers[i].fd);
-	}
 	atomic_store(&e->started, 0);
 	if (e->clone_fd >= 0)
 		close(e->clone_fd);
 	e->clone_fd = -1;
-	mq_inflight_wait(&e->inflight);
 }
 
 void mqfs_engine_destroy(struct mqfs_engine *e)
@@ -484,12 +532,18 @@ void mqfs_engine_destroy(struct mqfs_engine *e)
 	if (e->done_fd >= 0)
 		close(e->done_fd);
 	e->done_fd = -1;
+	pthread_cond_destroy(&e->park_cond);
 	pthread_mutex_destroy(&e->spawn_lock);
 	mq_inflight_destroy(&e->inflight);
 }
 
 void mqfs_engine_get_stats(struct mqfs_engine *e, struct mqfs_engine_stats *s)
 {
+	unsigned parked;
+
+	pthread_mutex_lock(&e->spawn_lock);
+	parked = e->parked;
+	pthread_mutex_unlock(&e->spawn_lock);
 	*s = (struct mqfs_engine_stats){
 		.requests = atomic_load(&e->requests),
 		.async = atomic_load(&e->async),
@@ -498,6 +552,7 @@ void mqfs_engine_get_stats(struct mqfs_engine *e, struct mqfs_engine_stats *s)
 		.bad = atomic_load(&e->bad),
 		.slot_waits = atomic_load(&e->pool.waits),
 		.slots = e->pool.nr, .workers = atomic_load(&e->started),
+		.parked = parked,
 		.max_workers = e->max_workers,
 		.inflight = mq_inflight_count(&e->inflight),
 	};

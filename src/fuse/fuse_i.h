@@ -204,7 +204,7 @@ void mqfs_pool_put(struct mqfs_pool *p, struct mqfs_req *r);
 struct mqfs_engine_stats {
 	uint64_t requests, async, interrupts, cancelled, bad;
 	uint64_t slot_waits;
-	unsigned slots, workers, max_workers;
+	unsigned slots, workers, parked, max_workers;
 	unsigned inflight;
 };
 
@@ -214,17 +214,21 @@ struct mqfs_engine {
 	bool inited;			/* mqfs_engine_init ran */
 	struct mqfs_pool pool;
 	/*
-	 * Workers: two at first; one more each time a handler blocked (took
-	 * over ENG_BLOCKED_NS) while no other worker was waiting for the
-	 * next request, up to @max_workers; they stay until the connection
-	 * goes.  Few waiters mean few wake-ups (every request queued wakes
-	 * a sleeping reader), and reads and writes never block a handler.
+	 * Workers: two at first.  A handler that blocked (took over
+	 * ENG_BLOCKED_NS) while no other worker was waiting for the next
+	 * request brings a parked worker back, or starts one, up to
+	 * @max_workers; a worker done with a quick request while two others
+	 * wait parks itself.  Few waiters mean few wake-ups (every request
+	 * queued wakes a sleeping reader); reads and writes never block a
+	 * handler, so only metadata and fsync waits add readers.
 	 */
 	unsigned max_workers;
 	struct mqfs_worker *workers;	/* each with its cloned channel */
 	struct mqfs_daemon *d;
 	int clone_fd;			/* a dup of the session's, to clone */
-	pthread_mutex_t spawn_lock;	/* @started, @stopping */
+	pthread_mutex_t spawn_lock;	/* everything to @stopping */
+	pthread_cond_t park_cond;
+	unsigned parked, wake_tokens;
 	atomic_uint started;
 	bool stopping;
 	atomic_uint idle;		/* workers waiting in read() */

@@ -494,25 +494,25 @@ static void write_done(void *arg, ssize_t res)
 }
 
 /*
- * From the slot, where the data is page-aligned: no copy.  A writer
- * without CAP_FSETID drops the file's privileges first (we handle kill-
- * priv: FUSE_HANDLE_KILLPRIV_V2, see init.c).
+ * From the slot, where the data is page-aligned: no copy.  A write drops
+ * the file's capabilities, and for a writer without CAP_FSETID its
+ * suid/sgid bits, first (mqfs handles kill-priv: FUSE_HANDLE_KILLPRIV_V2,
+ * see init.c).
  */
 static void op_write(struct mqfs_req *r)
 {
 	const struct fuse_write_in *in = req_arg(r);
 	int err;
 
-	if (in->write_flags & FUSE_WRITE_KILL_SUIDGID) {
-		err = mqfs_file_kill_priv(r->d->fs, file_of(in->fh));
-		if (err < 0) {
-			mqfs_reply_err(r, err);
-			return;
-		}
-		/* The kernel keeps the mode it had (writeback cache). */
-		if (err)
-			mqfs_notify_inval_attr(r, req_ino(r));
+	err = mqfs_file_kill_priv(r->d->fs, file_of(in->fh),
+				  in->write_flags & FUSE_WRITE_KILL_SUIDGID);
+	if (err < 0) {
+		mqfs_reply_err(r, err);
+		return;
 	}
+	/* The kernel keeps the mode it had (writeback cache). */
+	if (err)
+		mqfs_notify_inval_attr(r, req_ino(r));
 	r->writeback = in->write_flags & FUSE_WRITE_CACHE;
 	r->size = r->m.data_len;
 	mqfs_req_async(r, false);
@@ -795,9 +795,12 @@ static void ctl_getxattr(struct mqfs_req *r)
 	mqfs_reply_err(r, -ENODATA);
 }
 
+/* No attributes: a size of 0, or an empty list. */
 static void ctl_listxattr(struct mqfs_req *r)
 {
-	reply_xattr(r, 0, NULL, 0);
+	const struct fuse_getxattr_in *in = req_arg(r);
+
+	reply_xattr(r, 0, r->payload, in->size);
 }
 
 /* ---- the tables ------------------------------------------------------------ */

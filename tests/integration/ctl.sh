@@ -33,6 +33,18 @@ done
 grep -q '^blocks_free ' "$T_MNT/.mqfs/fs/space" || t_fail "fs/space"
 grep -q '^commits ' "$T_MNT/.mqfs/fs/journal" || t_fail "fs/journal"
 grep -q '^hits ' "$T_MNT/.mqfs/fs/cache" || t_fail "fs/cache"
+grep -q '^requests ' "$T_MNT/.mqfs/fuse/stat" || t_fail "fuse/stat"
+grep -q '^protocol 7\.' "$T_MNT/.mqfs/fuse/conn" || t_fail "fuse/conn"
+# Control files carry no extended attributes: an empty list, no EIO.
+t_py "$T_MNT/.mqfs/fs/space" <<'EOF'
+import errno, os, sys
+assert os.listxattr(sys.argv[1]) == [], os.listxattr(sys.argv[1])
+try:
+    os.getxattr(sys.argv[1], 'user.x')
+    raise SystemExit('getxattr found something')
+except OSError as e:
+    assert e.errno == errno.ENODATA, e
+EOF
 [ "$(cat "$Q/scheduler")" = "none [mq-deadline]" ] ||
 	t_fail "scheduler: $(cat "$Q/scheduler")"
 

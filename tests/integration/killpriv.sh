@@ -48,7 +48,10 @@ for cache in kernel none; do
 		[ -n "$(getcap "$f")" ] || t_fail "setcap did not stick"
 		chmod 0777 "$f"
 		as_nobody sh -c "echo x >> '$f'"
-		[ -z "$(getcap "$f")" ] || t_fail "capabilities kept after a write (cache=$cache)"
+		[ -z "$(getcap "$f")" ] || t_fail "capabilities kept after nobody's write (cache=$cache)"
+		setcap cap_net_raw+ep "$f"
+		echo x >>"$f"
+		[ -z "$(getcap "$f")" ] || t_fail "capabilities kept after root's write (cache=$cache)"
 	fi
 	rm -f "$f"
 	t_umount
