@@ -61,7 +61,8 @@ struct mqfs_fs {
 	/*
 	 * Called before a commit takes the running transaction (fsync, sync,
 	 * the commit thread with @wait false, the final commit): records
-	 * kept in memory join it there (mqfs_ino_write_lazy).  May be NULL.
+	 * kept in memory join it there (mqfs_ino_write_lazy).  May be NULL;
+	 * changed only through mqfs_journal_set_pre_commit.
 	 */
 	int (*pre_commit)(struct mqfs_fs *fs, bool wait);
 };
@@ -201,6 +202,9 @@ int mqfs_journal_clear(struct mqfs_fs *fs);
 
 int mqfs_trans_start(struct mqfs_fs *fs, unsigned credits,
 		     struct mqfs_handle *h);
+/* Set (or, with NULL, clear and wait out) fs->pre_commit. */
+void mqfs_journal_set_pre_commit(struct mqfs_fs *fs,
+				 int (*fn)(struct mqfs_fs *fs, bool wait));
 /* As mqfs_trans_start, but -EAGAIN instead of waiting for room. */
 int mqfs_trans_try_start(struct mqfs_fs *fs, unsigned credits,
 			 struct mqfs_handle *h);

@@ -808,6 +808,8 @@ void mqfs_icache_destroy(struct mqfs_fs *fs)
 	if (!c)
 		return;
 	mqfs_ino_write_lazy(fs, true);
+	/* The commit thread stops calling in before the cache goes. */
+	mqfs_journal_set_pre_commit(fs, NULL);
 	if (!mqfs_fs_writable(fs))
 		ic_delete_unlinked(fs);
 	for (size_t i = 0; i < c->nbuckets; i++) {

@@ -62,6 +62,7 @@ struct mqfs_journal {
 	struct mqfs_fs *fs;
 	pthread_mutex_t commit_mutex;	/* one commit, checkpoint included */
 	pthread_rwlock_t commit_rw;	/* handles shared, snapshot exclusive */
+	pthread_rwlock_t hook_rw;	/* fs->pre_commit: calls shared */
 	pthread_mutex_t lock;		/* everything below */
 	pthread_cond_t cond;		/* seqs moved, reservations dropped */
 	pthread_cond_t kick_cond;	/* the commit thread's (monotonic) */
@@ -608,12 +609,37 @@ int mqfs_journal_wait_seq(struct mqfs_fs *fs, uint64_t seq)
 	return err;
 }
 
-/* Records kept in memory join the running transaction (fs->pre_commit). */
+/*
+ * Records kept in memory join the running transaction (fs->pre_commit).
+ * The hook's owner may go away (unmount frees the inode cache first):
+ * calls hold hook_rw shared, mqfs_journal_set_pre_commit exclusive; the
+ * commit thread only tries, and skips the hook while it changes.
+ */
 static int jnl_pre_commit(struct mqfs_journal *j, bool wait)
 {
 	struct mqfs_fs *fs = j->fs;
+	int err = 0;
 
-	return fs->pre_commit ? fs->pre_commit(fs, wait) : 0;
+	if (wait)
+		pthread_rwlock_rdlock(&j->hook_rw);
+	else if (pthread_rwlock_tryrdlock(&j->hook_rw))
+		return 0;
+	if (fs->pre_commit)
+		err = fs->pre_commit(fs, wait);
+	pthread_rwlock_unlock(&j->hook_rw);
+	return err;
+}
+
+void mqfs_journal_set_pre_commit(struct mqfs_fs *fs,
+				 int (*fn)(struct mqfs_fs *fs, bool wait))
+{
+	struct mqfs_journal *j = jnl_of(fs);
+
+	if (j)
+		pthread_rwlock_wrlock(&j->hook_rw);
+	fs->pre_commit = fn;
+	if (j)
+		pthread_rwlock_unlock(&j->hook_rw);
 }
 
 int mqfs_journal_commit(struct mqfs_fs *fs)
@@ -720,6 +746,7 @@ static void jnl_init_locks(struct mqfs_journal *j)
 	pthread_rwlockattr_setkind_np(&ra,
 			PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
 	pthread_rwlock_init(&j->commit_rw, &ra);
+	pthread_rwlock_init(&j->hook_rw, &ra);
 	pthread_rwlockattr_destroy(&ra);
 	pthread_condattr_init(&ca);
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
@@ -738,6 +765,7 @@ static void jnl_free(struct mqfs_journal *j)
 	pthread_cond_destroy(&j->cond);
 	pthread_cond_destroy(&j->kick_cond);
 	pthread_rwlock_destroy(&j->commit_rw);
+	pthread_rwlock_destroy(&j->hook_rw);
 	free(j);
 }
 

@@ -237,7 +237,7 @@ static int super_start(struct mqfs_fs *fs)
 	err = mqfs_icache_create(fs);
 	if (err)
 		goto out_sb;
-	fs->pre_commit = mqfs_ino_write_lazy;
+	mqfs_journal_set_pre_commit(fs, mqfs_ino_write_lazy);
 	err = mqfs_alloc_load(fs);
 	if (err)
 		goto out_icache;
