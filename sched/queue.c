@@ -299,6 +299,11 @@ uint64_t mq_queue_size_bytes(const struct mq_queue *q)
 	return q->dev->geo.size_bytes;
 }
 
+bool mq_queue_read_only(const struct mq_queue *q)
+{
+	return q->dev->geo.read_only;
+}
+
 uint32_t mq_queue_logical_block_size(const struct mq_queue *q)
 {
 	return q->dev->geo.logical_block_size ? q->dev->geo.logical_block_size

@@ -27,6 +27,7 @@ libmqfs_a_SOURCES += \
 	%reldir%/fs/mkfs.c \
 	%reldir%/fs/namei.c \
 	%reldir%/fs/readahead.c \
+	%reldir%/fs/sbcheck.c \
 	%reldir%/fs/super.c \
 	%reldir%/fs/wback.c \
 	%reldir%/fs/xattr.c

@@ -271,6 +271,8 @@ const char *mq_queue_elevator_name(const struct mq_queue *q);
 /* The device's size and logical block size, for the filesystem. */
 uint64_t mq_queue_size_bytes(const struct mq_queue *q);
 uint32_t mq_queue_logical_block_size(const struct mq_queue *q);
+/* The device takes no writes (opened read-only). */
+bool mq_queue_read_only(const struct mq_queue *q);
 /* Drain, switch, resume.  -EINVAL for an unknown elevator. */
 int mq_queue_switch_elevator(struct mq_queue *q, const char *name);
 /* Elevator and queue tunables in the kernel's sysfs vocabulary. */

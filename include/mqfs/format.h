@@ -85,12 +85,24 @@ struct mqfs_super {
 	uint64_t mount_time;
 	uint64_t write_time;
 	uint32_t mount_count;
-	uint32_t features;		/* 0 in version 1 */
+	uint32_t feature_incompat;	/* MQFS_FEATURE_INCOMPAT_* */
 	uint8_t uuid[16];
 	char label[64];			/* NUL padded */
 	uint64_t journal_seq;		/* next commit sequence */
 	uint64_t inode_gen;		/* next inode generation */
+	uint32_t feature_compat;	/* MQFS_FEATURE_COMPAT_* */
+	uint32_t feature_ro_compat;	/* MQFS_FEATURE_RO_COMPAT_* */
 };
+
+/*
+ * Feature sets, as ext4's: a reader that does not know a bit of
+ * feature_compat may read and write the filesystem; of feature_ro_compat,
+ * only read it; of feature_incompat, not even read it.  This version
+ * defines no feature: every bit is unknown.
+ */
+#define MQFS_FEATURE_COMPAT_SUPP	0u
+#define MQFS_FEATURE_RO_COMPAT_SUPP	0u
+#define MQFS_FEATURE_INCOMPAT_SUPP	0u
 
 /* Allocation group header: the first block of each AG's metadata. */
 struct mqfs_ag {

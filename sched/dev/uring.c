@@ -31,6 +31,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/ioctl.h>
 #include <sys/uio.h>
 #include <unistd.h>
@@ -676,22 +677,97 @@ static const struct mq_dev_ops uring_ops = {
 	.close = uring_close,
 };
 
-/* Open exclusively: two mounts must never share one block device. */
-static int uring_open_fd(const char *path, bool *is_bdev)
+/*
+ * An image file's exclusive flock, retried every 100 ms for @wait_ms:
+ * an unmounted daemon may hold it for a moment while it finishes.
+ */
+static int uring_lock_file(int fd, const char *path, unsigned wait_ms)
 {
+	bool said = false;
+
+	for (unsigned waited = 0;; waited += 100) {
+		if (!flock(fd, LOCK_EX | LOCK_NB))
+			return 0;
+		if (errno != EWOULDBLOCK)
+			return 0;	/* no flock here (some network fs) */
+		if (waited >= wait_ms)
+			return -EBUSY;
+		if (!said)
+			fprintf(stderr, "mqfs: %s is in use; waiting up to %u "
+				"s for it\n", path, (wait_ms + 999) / 1000);
+		said = true;
+		usleep(100 * 1000);
+	}
+}
+
+/*
+ * O_DIRECT, read-write unless asked otherwise; with @c->exclusive two
+ * users must never share the device: O_EXCL for a block device, a flock
+ * for an image file.
+ */
+static int uring_open_fd(const char *path, const struct mq_uring_config *c,
+			 bool *is_bdev)
+{
+	int flags = (c->readonly ? O_RDONLY : O_RDWR) | O_DIRECT | O_CLOEXEC;
 	struct stat st;
-	int flags = O_RDWR | O_DIRECT | O_CLOEXEC;
+	int fd, err;
 
 	if (stat(path, &st))
 		return -errno;
 	*is_bdev = S_ISBLK(st.st_mode);
-	if (*is_bdev)
+	if (*is_bdev && c->exclusive)
 		flags |= O_EXCL;
-	else if (!S_ISREG(st.st_mode))
+	else if (!*is_bdev && !S_ISREG(st.st_mode))
 		return -ENOTBLK;
-	int fd = open(path, flags);
+	fd = open(path, flags);
+	if (fd < 0)
+		return -errno;
+	if (!*is_bdev && c->exclusive) {
+		err = uring_lock_file(fd, path, c->lock_wait_ms);
+		if (err) {
+			close(fd);
+			return err;
+		}
+	}
+	return fd;
+}
 
-	return fd < 0 ? -errno : fd;
+const char *mq_uring_open_hint(int err)
+{
+	switch (err) {
+	case -ENOTBLK:
+		return " (not a regular file or block device)";
+	case -EBUSY:
+		return " (mounted or in use: unmount it first)";
+	case -EROFS:
+	case -EACCES:
+		return " (read-only here: mount with -o ro, check with -n)";
+	default:
+		return "";
+	}
+}
+
+int mq_uring_in_use(const char *path)
+{
+	struct stat st;
+	int fd, ret = 0;
+
+	if (stat(path, &st))
+		return -errno;
+	if (S_ISBLK(st.st_mode)) {
+		fd = open(path, O_RDONLY | O_EXCL | O_CLOEXEC);
+		if (fd < 0)
+			return errno == EBUSY ? 1 : -errno;
+		close(fd);
+		return 0;
+	}
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	if (flock(fd, LOCK_SH | LOCK_NB))
+		ret = errno == EWOULDBLOCK ? 1 : 0;
+	close(fd);
+	return ret;
 }
 
 static int uring_check_config(struct uring_dev *ud)
@@ -722,17 +798,13 @@ struct mq_dev *mq_uring_open(const char *path, const struct mq_uring_config *cfg
 	ret = mq_uring_probe();
 	if (ret)
 		goto err_free;
-	ret = ud->fd = uring_open_fd(path, &is_bdev);
-	if (ret < 0) {
-		fprintf(stderr, "mqfs: uring %s: %s%s\n", path, strerror(-ret),
-			ret == -ENOTBLK ? " (not a regular file or block device)"
-			: ret == -EBUSY ? " (device in use: opened exclusively)"
-			: "");
-		goto err_free;
-	}
+	ret = ud->fd = uring_open_fd(path, cfg, &is_bdev);
+	if (ret < 0)
+		goto err_free;		/* the caller says why: open_hint */
 	ret = mq_geometry_probe(ud->fd, &ud->dev.geo, &ud->is_bdev);
 	if (ret || (ret = uring_check_config(ud)))
 		goto err_close;
+	ud->dev.geo.read_only = cfg->readonly;
 	ud->fixed_file = !ud->cfg.no_fixed_files;
 	ud->dev.geo.queue_depth = ud->cfg.queue_depth;
 	ud->dev.geo.max_segments = URING_MAX_SEGS;

@@ -298,12 +298,21 @@ static int bench_register_bufs(struct bench *b)
 	return ret;
 }
 
+/* A ram or null device: @dev, or a message when it could not be made. */
+static struct mq_dev *bench_made(struct mq_dev *dev, const char *what)
+{
+	if (!dev)
+		fprintf(stderr, "mqfs-bench: cannot create the %s device\n",
+			what);
+	return dev;
+}
+
 static struct mq_dev *bench_open_dev(struct bench_opts *o)
 {
 	if (!strcmp(o->dev, "ram")) {
 		if (!o->size)
 			o->size = 256u << 20;
-		return mq_ram_open(o->size, o->dev_qd);
+		return bench_made(mq_ram_open(o->size, o->dev_qd), "ram");
 	}
 	if (!strcmp(o->dev, "null")) {
 		struct mq_null_config nc = {
@@ -314,17 +323,21 @@ static struct mq_dev *bench_open_dev(struct bench_opts *o)
 
 		if (!o->size)
 			o->size = 1ull << 30;
-		return mq_null_open(&nc);
+		return bench_made(mq_null_open(&nc), "null");
 	}
 	struct mq_uring_config uc = { .queue_depth = o->dev_qd,
 				      .sqpoll = o->sqpoll,
-				      .caller_reap = o->poll };
+				      .caller_reap = o->poll,
+				      .exclusive = true };
 	struct mq_dev *dev;
 	int err;
 
 	dev = mq_uring_open(o->dev, &uc, &err);
-	if (!dev)
+	if (!dev) {
+		fprintf(stderr, "mqfs-bench: cannot open device %s: %s%s\n",
+			o->dev, strerror(-err), mq_uring_open_hint(err));
 		return NULL;
+	}
 	if (!o->size || o->size > dev->geo.size_bytes)
 		o->size = dev->geo.size_bytes;
 	return dev;
@@ -357,10 +370,8 @@ static int bench_open(struct bench *b)
 	char delay[32];
 
 	b->dev = bench_open_dev(&b->o);
-	if (!b->dev) {
-		fprintf(stderr, "mqfs-bench: cannot open device %s\n", o->dev);
-		return -ENODEV;
-	}
+	if (!b->dev)
+		return -ENODEV;		/* said why */
 	if (bench_jobs_alloc(b) || (o->fixedbufs && bench_register_bufs(b)))
 		return -ENOMEM;
 	b->q = mq_queue_create(b->dev, &qc);

@@ -19,7 +19,7 @@
  * bitmap during every search; the ranges and their sequence numbers are
  * kept so mqfs_alloc_txn_committed() can clear them.  A busy block is
  * counted free (the AG header says so), so an AG whose free blocks are
- * all busy returns -ENOSPC until the commit.
+ * all busy returns -ENOSPC until the commit: mqfs_retry_enospc().
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -494,6 +494,28 @@ int mqfs_alloc_blocks(struct mqfs_handle *h, uint64_t goal, uint32_t want,
 			return err;
 	}
 	return -ENOSPC;
+}
+
+/*
+ * Blocks freed by transactions not yet checkpointed cannot be allocated
+ * (busy, above) but statfs counts them free; so on ENOSPC commit and
+ * wait for the checkpoint (mqfs_journal_sync: a commit the commit thread
+ * already made durable may still be writing home), as ext4 does.
+ */
+static bool alloc_any_busy(struct mqfs_fs *fs)
+{
+	for (uint32_t i = 0; i < fs->ag_count; i++)
+		if (atomic_load(&fs->ags[i].nbusy))
+			return true;
+	return false;
+}
+
+bool mqfs_retry_enospc(struct mqfs_fs *fs, int err, bool *retried)
+{
+	if (err != -ENOSPC || *retried || !alloc_any_busy(fs))
+		return false;
+	*retried = true;
+	return mqfs_journal_sync(fs) == 0;
 }
 
 /* A run to free must be inside the filesystem, in one AG, not metadata. */

@@ -638,20 +638,6 @@ static ssize_t file_write_chunk(struct file_wr *w, uint64_t pos)
 	return err ? err : (ssize_t)(bend - pos);
 }
 
-/*
- * Blocks freed by transactions not yet checkpointed cannot be allocated;
- * on ENOSPC commit and wait for the checkpoint (mqfs_journal_sync: a
- * commit the commit thread already made durable may still be writing
- * home), once, and try again before giving up.
- */
-bool mqfs_file_retry_enospc(struct mqfs_fs *fs, int err, bool *retried)
-{
-	if (err != -ENOSPC || *retried || !atomic_load(&fs->free_blocks))
-		return false;
-	*retried = true;
-	return mqfs_journal_sync(fs) == 0;
-}
-
 static ssize_t file_write_slow(struct mqfs_fs *fs, struct mqfs_file *f,
 			       uint64_t off, const void *data, size_t size)
 {
@@ -676,7 +662,7 @@ static ssize_t file_write_slow(struct mqfs_fs *fs, struct mqfs_file *f,
 
 		if (n >= 0)
 			pos += (uint64_t)n;
-		else if (!mqfs_file_retry_enospc(fs, (int)n, &retried)) {
+		else if (!mqfs_retry_enospc(fs, (int)n, &retried)) {
 			err = n;
 			break;
 		}
@@ -976,7 +962,7 @@ static int file_prealloc(struct mqfs_fs *fs, struct mqfs_ino *ip,
 		err2 = mqfs_trans_stop(&h);
 		if (!err)
 			err = err2;
-		if (mqfs_file_retry_enospc(fs, err, &retried))
+		if (mqfs_retry_enospc(fs, err, &retried))
 			err = 0;
 	} while (!err && lblk < end);
 	return err;

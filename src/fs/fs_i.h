@@ -47,6 +47,7 @@ struct mqfs_fs {
 	uint64_t journal_start;
 	uint32_t journal_blocks;
 	struct mqfs_buf *sb_buf;	/* block 0, pinned while mounted */
+	struct mqfs_super *sb0;		/* block 0 as mount read it: replay */
 	struct mqfs_bcache *bcache;
 	struct mqfs_journal *journal;
 	struct mqfs_icache *icache;
@@ -79,6 +80,29 @@ void mqfs_fs_error(struct mqfs_fs *fs, uint64_t blocknr, const char *fmt, ...)
 /* -EROFS when the mount is (or has become) read-only. */
 int mqfs_fs_writable(struct mqfs_fs *fs);
 void mqfs_now(uint64_t *sec, uint32_t *nsec);
+
+/* ---- what a superblock and a journal copy must be (sbcheck.c) ---------- */
+
+/* Why @sb cannot describe a filesystem on @dev_blocks blocks, or NULL. */
+const char *mqfs_super_why_bad(const struct mqfs_super *sb,
+			       uint64_t dev_blocks);
+/* What the feature words allow this mqfs (feature_compat: anything). */
+enum {
+	MQFS_FEAT_KNOWN,		/* read and write */
+	MQFS_FEAT_READ_ONLY,		/* an unknown ro_compat bit */
+	MQFS_FEAT_UNREADABLE,		/* an unknown incompat bit */
+};
+int mqfs_super_unknown_features(const struct mqfs_super *sb);
+/* Same geometry and uuid: the same filesystem. */
+bool mqfs_super_same_fs(const struct mqfs_super *a, const struct mqfs_super *b);
+/*
+ * Why a block transaction @seq carries to @home must not go there, or
+ * NULL (the filesystem is @sb's).  Replay and fsck apply this same rule.
+ */
+const char *mqfs_jcopy_why_bad(const struct mqfs_super *sb, uint64_t dev_blocks,
+			       uint64_t seq, uint64_t home, const void *blk);
+/* The reasons a sealed copy of the transaction is corrupt, not torn. */
+bool mqfs_jcopy_corrupt(const char *why);
 
 /* ---- block I/O helpers (bio.c) ----------------------------------------- */
 
@@ -251,6 +275,13 @@ int mqfs_alloc_blocks(struct mqfs_handle *h, uint64_t goal, uint32_t want,
 int mqfs_free_blocks(struct mqfs_handle *h, uint64_t start, uint32_t count);
 /* The journal calls this when transaction @seq is durable. */
 void mqfs_alloc_txn_committed(struct mqfs_fs *fs, uint64_t seq);
+/*
+ * After @err: true when it was -ENOSPC that freed blocks still waiting
+ * for their checkpoint may explain, and the wait for it (once per
+ * @retried) succeeded: the caller tries again, with no lock held that
+ * a commit needs.  Data writes, creates, links, renames and xattrs.
+ */
+bool mqfs_retry_enospc(struct mqfs_fs *fs, int err, bool *retried);
 /* Allocate an inode number in @parent's AG (directories spread out). */
 int mqfs_ialloc(struct mqfs_handle *h, uint64_t parent, bool is_dir,
 		uint64_t *ino);
@@ -447,6 +478,8 @@ enum mqfs_cache_mode mqfs_xattr_policy(struct mqfs_fs *fs,
 #define MQFS_XATTR_INHERIT_CREDITS	5u
 int mqfs_xattr_inherit(struct mqfs_handle *h, struct mqfs_ino *dir,
 		       struct mqfs_ino *ip);
+/* Why the (sealed) xattr block @data is unusable, or NULL; fsck too. */
+const char *mqfs_xattr_why_bad(const void *data);
 
 /* ---- file data (file.c) ------------------------------------------------- */
 
@@ -518,8 +551,6 @@ unsigned mqfs_file_credits(struct mqfs_fs *fs, unsigned ops);
 /* Allocation goal for @lblk: after the block before it (lock held). */
 uint64_t mqfs_file_goal(struct mqfs_fs *fs, struct mqfs_ino *ip,
 			uint64_t lblk);
-/* -ENOSPC with blocks waiting for a checkpoint: wait for it, once. */
-bool mqfs_file_retry_enospc(struct mqfs_fs *fs, int err, bool *retried);
 
 /* ---- read-ahead of dontcache files (readahead.c) ------------------------ */
 

@@ -299,41 +299,6 @@ static void fk_drop_changed(struct fsck *f)
 
 /* ---- pass 1: the superblock ------------------------------------------- */
 
-/* Why @sb's geometry is impossible for a @dev_blocks device, or NULL. */
-static const char *fk_sb_geometry(const struct mqfs_super *sb,
-				  uint64_t dev_blocks)
-{
-	uint64_t last_first, last_size, meta0;
-
-	if (sb->format_version != MQFS_FORMAT_VERSION)
-		return "unknown format version";
-	if (sb->block_size != MQFS_BLOCK_SIZE)
-		return "block size is not 4096";
-	if (sb->block_count < MQFS_MIN_BLOCKS || sb->block_count > dev_blocks)
-		return "block count does not fit the device";
-	if (sb->ag_blocks < 64 || sb->ag_blocks > MQFS_AG_MAX_BLOCKS ||
-	    sb->ag_count != (sb->block_count + sb->ag_blocks - 1) /
-			    sb->ag_blocks)
-		return "impossible allocation groups";
-	if (!sb->inodes_per_ag || sb->inodes_per_ag % MQFS_INODES_PER_BLOCK ||
-	    sb->inodes_per_ag > MQFS_BITMAP_BITS ||
-	    sb->itable_blocks != sb->inodes_per_ag / MQFS_INODES_PER_BLOCK ||
-	    sb->inode_count != (uint64_t)sb->ag_count * sb->inodes_per_ag)
-		return "impossible inode counts";
-	meta0 = 1 + (uint64_t)sb->journal_blocks;
-	if (sb->journal_start != 1 || !sb->journal_blocks ||
-	    meta0 + 3 + sb->itable_blocks >= sb->ag_blocks ||
-	    meta0 + 3 + sb->itable_blocks >= sb->block_count)
-		return "the journal does not fit";
-	last_first = (uint64_t)(sb->ag_count - 1) * sb->ag_blocks;
-	last_size = sb->block_count - last_first;
-	if (sb->ag_count > 1 && last_size < 3 + (uint64_t)sb->itable_blocks + 1)
-		return "the last allocation group is too small";
-	if (sb->root_ino != MQFS_ROOT_INO)
-		return "root inode is not 1";
-	return NULL;
-}
-
 /* The geometry must also be what mkfs computes for this size. */
 static void fk_sb_layout(struct fsck *f)
 {
@@ -365,16 +330,6 @@ static void fk_sb_layout(struct fsck *f)
 	f->inode_count = sb->inode_count;
 }
 
-static bool fk_same_geometry(const struct mqfs_super *a,
-			     const struct mqfs_super *b)
-{
-	return a->block_count == b->block_count &&
-	       a->ag_blocks == b->ag_blocks &&
-	       a->inodes_per_ag == b->inodes_per_ag &&
-	       a->journal_blocks == b->journal_blocks &&
-	       !memcmp(a->uuid, b->uuid, sizeof(a->uuid));
-}
-
 /* Read a superblock copy at @blk and check it; 0 when usable. */
 static int fk_sb_candidate(struct fsck *f, uint64_t blk, void *buf)
 {
@@ -387,7 +342,7 @@ static int fk_sb_candidate(struct fsck *f, uint64_t blk, void *buf)
 	if (err)
 		return err;
 	if (mqfs_blk_verify(buf, MQFS_T_SUPER, blk) ||
-	    fk_sb_geometry(sb, f->dev_blocks) || sb->block_count - 1 != blk)
+	    mqfs_super_why_bad(sb, f->dev_blocks) || sb->block_count - 1 != blk)
 		return -EUCLEAN;
 	return 0;
 }
@@ -440,7 +395,7 @@ static int fk_sb_check_backup(struct fsck *f)
 	if (!buf)
 		return -ENOMEM;
 	err = fk_sb_candidate(f, blk, buf);
-	if (err == -EUCLEAN || (!err && !fk_same_geometry(f->sb, (void *)buf))) {
+	if (err == -EUCLEAN || (!err && !mqfs_super_same_fs(f->sb, (void *)buf))) {
 		f->backup_bad = true;
 		f->sb_changed = true;
 		fk_problem(f, FK_SAFE, "rewritten", "backup superblock (block "
@@ -466,13 +421,15 @@ static int fk_pass_super(struct fsck *f)
 		return err;
 	}
 	why = mqfs_blk_verify(f->sb, MQFS_T_SUPER, 0) ?
-		"bad checksum or header" : fk_sb_geometry(f->sb, f->dev_blocks);
+		"bad checksum or header" : mqfs_super_why_bad(f->sb, f->dev_blocks);
 	err = why ? fk_sb_restore(f, why) : 0;
 	if (err)
 		return err;
-	if (f->sb->features) {
-		fprintf(stderr, "fsck.mqfs: unknown filesystem features "
-			"0x%x\n", f->sb->features);
+	if (mqfs_super_unknown_features(f->sb) != MQFS_FEAT_KNOWN) {
+		/* Even ro_compat: what it adds, fsck could not check. */
+		fprintf(stderr, "fsck.mqfs: the filesystem has features this "
+			"fsck does not know (incompat 0x%x, ro_compat 0x%x)\n",
+			f->sb->feature_incompat, f->sb->feature_ro_compat);
 		return -EOPNOTSUPP;
 	}
 	fk_sb_layout(f);
@@ -509,20 +466,6 @@ struct fk_jscan {
 	XXH3_state_t *hash;
 };
 
-/* A copy must be a sealed block of this transaction for its home
- * (the rule mqfs_journal_replay applies, so fsck and mount agree). */
-static bool fk_journal_copy_ok(const struct fsck *f, uint64_t seq,
-			       uint64_t home, const void *blk)
-{
-	const struct mqfs_blk_hdr *h = blk;
-	uint64_t js = f->l.journal_start;
-
-	return home < f->l.block_count &&
-	       (home < js || home >= js + f->l.journal_blocks) &&
-	       h->type && h->type < MQFS_T_JDESC && h->gen == seq &&
-	       !mqfs_blk_verify(blk, h->type, home);
-}
-
 /* Read descriptor @d's copies (one I/O) and keep them. */
 static int fk_journal_copies(struct fsck *f, struct fk_jscan *s,
 			     const struct mqfs_jdesc *d)
@@ -544,11 +487,22 @@ static int fk_journal_copies(struct fsck *f, struct fk_jscan *s,
 			    MQ_REQ_META);
 	for (uint32_t i = 0; !err && i < d->nr; i++) {
 		const uint8_t *src = area + (size_t)i * MQFS_BLOCK_SIZE;
+		const char *why;
 		uint8_t *data;
 
-		if (!fk_journal_copy_ok(f, s->seq, d->home[i], src)) {
+		why = mqfs_jcopy_why_bad(f->sb, f->dev_blocks, s->seq,
+					 d->home[i], src);
+		if (why && !mqfs_jcopy_corrupt(why)) {
 			err = -EUCLEAN;
 			break;
+		}
+		if (why) {
+			/* Replay leaves it out too (journal.c). */
+			fk_problem(f, FK_UNSAFE, "ignored", "journal: "
+				   "transaction %llu: block %llu: %s",
+				   (unsigned long long)s->seq,
+				   (unsigned long long)d->home[i], why);
+			continue;
 		}
 		data = mqfs_alloc_blocks_mem(1);
 		if (!data) {
@@ -701,23 +655,16 @@ static int fk_pass_journal(struct fsck *f)
 	return 0;
 }
 
-/* Re-read the superblock through the journal overlay. */
+/*
+ * Re-read the superblock through the journal overlay.  The copy passed
+ * mqfs_jcopy_why_bad() (fk_journal_copies): it is this filesystem's.
+ */
 static int fk_sb_after_journal(struct fsck *f)
 {
 	const struct fk_jcopy *j = fk_jfind(f, 0);
-	const struct mqfs_super *js;
 
-	if (!j)
-		return 0;
-	js = (const void *)j->data;
-	if (mqfs_blk_verify(js, MQFS_T_SUPER, 0) ||
-	    fk_sb_geometry(js, f->dev_blocks) || !fk_same_geometry(js, f->sb)) {
-		fk_problem(f, FK_UNSAFE, "ignored", "journal: the superblock "
-			   "copy in transaction %llu is bad",
-			   (unsigned long long)f->jseq);
-		return 0;
-	}
-	memcpy(f->sb, js, MQFS_BLOCK_SIZE);
+	if (j)
+		memcpy(f->sb, j->data, MQFS_BLOCK_SIZE);
 	return 0;
 }
 

@@ -509,11 +509,13 @@ static void fk_check_special(struct fsck *f, uint64_t ino,
 	*dirty = true;
 }
 
-/* The xattr block: a valid MQFS_T_XATTR block nobody else claims. */
+/*
+ * The xattr block: a valid MQFS_T_XATTR block nobody else claims, whose
+ * entries pass the daemon's own rule (mqfs_xattr_why_bad).
+ */
 static int fk_check_xattr(struct fsck *f, uint64_t ino, struct mqfs_inode *d,
 			  uint64_t *blocks, bool *dirty)
 {
-	const struct mqfs_xattr_hdr *xh;
 	const char *why = NULL;
 	uint8_t *buf;
 	int err = 0;
@@ -523,16 +525,14 @@ static int fk_check_xattr(struct fsck *f, uint64_t ino, struct mqfs_inode *d,
 	buf = mqfs_alloc_blocks_mem(1);
 	if (!buf)
 		return -ENOMEM;
-	xh = (const void *)(buf + MQFS_HDR_SIZE);
 	if (!fk_data_range(f, d->xattr_blk, 1))
 		why = "is outside the data area";
 	else if (fk_used(f, d->xattr_blk))
 		why = "is already in use";
 	else if ((err = fk_read_meta(f, d->xattr_blk, MQFS_T_XATTR, buf)))
 		why = err == -EUCLEAN ? "is bad" : NULL;
-	else if (xh->used > MQFS_XATTR_SPACE ||
-		 xh->count * MQFS_XATTR_ENTRY_HDR > xh->used)
-		why = "has impossible counts";
+	else
+		why = mqfs_xattr_why_bad(buf);
 	if (why) {
 		fk_problem(f, FK_UNSAFE, "removed", "inode %llu: xattr block "
 			   "%llu %s", (unsigned long long)ino,

@@ -874,23 +874,28 @@ static int jr_read_blocks(struct mqfs_fs *fs, uint64_t pos, void *buf,
 	return err ? -EIO : 0;
 }
 
-static bool jr_home_ok(struct mqfs_fs *fs, uint64_t home)
+/* Why the copy of @home must not go there, or NULL (sbcheck.c's rule). */
+static const char *jr_copy_why(struct mqfs_fs *fs, const struct jreplay *r,
+			       uint64_t home, const void *blk)
 {
-	return home < fs->block_count &&
-	       (home < fs->journal_start ||
-		home >= fs->journal_start + fs->journal_blocks);
+	uint64_t dev_blocks = mq_queue_size_bytes(fs->q) / MQFS_BLOCK_SIZE;
+
+	return mqfs_jcopy_why_bad(fs->sb0, dev_blocks, r->seq, home, blk);
 }
 
-/* Each copy is a sealed metadata block of this txn for its home. */
+/*
+ * Each copy must be a sealed metadata block of this transaction for its
+ * home, else the transaction is torn.  A sealed copy that is corrupt (a
+ * bad superblock) does not make it torn: jr_apply() leaves that one out.
+ */
 static bool jr_copies_ok(struct mqfs_fs *fs, const struct jreplay *r,
 			 const struct mqfs_jdesc *d, const void *copies)
 {
 	for (unsigned i = 0; i < d->nr; i++) {
-		const struct mqfs_blk_hdr *h = jnl_blk((void *)copies, i);
+		const char *why = jr_copy_why(fs, r, d->home[i],
+					      jnl_blk((void *)copies, i));
 
-		if (!jr_home_ok(fs, d->home[i]) || h->type == 0 ||
-		    h->type >= MQFS_T_JDESC || h->gen != r->seq ||
-		    mqfs_blk_verify(h, h->type, d->home[i]))
+		if (why && !mqfs_jcopy_corrupt(why))
 			return false;
 	}
 	return true;
@@ -973,6 +978,27 @@ static int jr_read(struct mqfs_fs *fs, struct jreplay *r, void *blk)
 	return ret;
 }
 
+/*
+ * Queue copy @i of descriptor @k for its home, unless it is corrupt:
+ * that one is reported, the filesystem flagged, and the home keeps what
+ * it has (as fsck does).
+ */
+static void jr_add_copy(struct mqfs_fs *fs, const struct jreplay *r,
+			unsigned k, unsigned i, struct mqfs_bio_batch *batch)
+{
+	uint64_t home = r->desc[k]->home[i];
+	void *blk = jnl_blk(r->copies[k], i);
+	const char *why = jr_copy_why(fs, r, home, blk);
+
+	if (why) {
+		mqfs_fs_error(fs, home, "journal: transaction %" PRIu64 ": %s;"
+			      " that block is not replayed", r->seq, why);
+		return;
+	}
+	mqfs_batch_add(fs->q, batch, MQ_OP_WRITE, home, blk, 1,
+		       MQ_REQ_META | MQ_REQ_SYNC);
+}
+
 /* Write every copy home, flush, and drop stale cached copies. */
 static int jr_apply(struct mqfs_fs *fs, struct jreplay *r)
 {
@@ -984,10 +1010,7 @@ static int jr_apply(struct mqfs_fs *fs, struct jreplay *r)
 	mq_start_plug(&plug, r->nr);
 	for (unsigned k = 0; k < r->ndesc; k++)
 		for (unsigned i = 0; i < r->desc[k]->nr; i++)
-			mqfs_batch_add(fs->q, &batch, MQ_OP_WRITE,
-				       r->desc[k]->home[i],
-				       jnl_blk(r->copies[k], i), 1,
-				       MQ_REQ_META | MQ_REQ_SYNC);
+			jr_add_copy(fs, r, k, i, &batch);
 	err = mqfs_batch_wait(&batch);
 	mq_finish_plug(&plug);
 	if (!err)
@@ -1032,7 +1055,12 @@ int mqfs_journal_replay(struct mqfs_fs *fs, bool *replayed)
 	err = blk ? jr_init(fs, &r) : -ENOMEM;
 	if (!err)
 		err = jr_read(fs, &r, blk);
-	if (err == 1) {
+	if (err == 1 && mq_queue_read_only(fs->q)) {
+		fprintf(stderr, "mqfs: journal: transaction %" PRIu64 " needs "
+			"recovery, and the device is open read-only: mount it "
+			"read-write once, or run fsck.mqfs -y\n", r.seq);
+		err = -EROFS;
+	} else if (err == 1) {
 		err = jr_apply(fs, &r);
 		*replayed = !err;
 		if (!err)

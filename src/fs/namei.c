@@ -406,8 +406,9 @@ static int nm_create_locked(struct mqfs_fs *fs, struct mqfs_ino *dp,
 	return nm_stop(&h, mqfs_inode_dirty(&h, dp));
 }
 
-static int nm_create(struct mqfs_fs *fs, uint64_t parent, const char *name,
-		     const struct nm_new *nw, struct mqfs_entry *e)
+static int nm_create_once(struct mqfs_fs *fs, uint64_t parent,
+			  const char *name, const struct nm_new *nw,
+			  struct mqfs_entry *e)
 {
 	struct mqfs_ino *dp, *ip = NULL;
 	size_t len;
@@ -429,6 +430,19 @@ static int nm_create(struct mqfs_fs *fs, uint64_t parent, const char *name,
 	if (ip)
 		mqfs_iput(fs, ip);
 	mqfs_iput(fs, dp);
+	return err;
+}
+
+/* A failed attempt left nothing behind: ENOSPC may try again. */
+static int nm_create(struct mqfs_fs *fs, uint64_t parent, const char *name,
+		     const struct nm_new *nw, struct mqfs_entry *e)
+{
+	bool retried = false;
+	int err;
+
+	do
+		err = nm_create_once(fs, parent, name, nw, e);
+	while (mqfs_retry_enospc(fs, err, &retried));
 	return err;
 }
 
@@ -495,8 +509,8 @@ static int nm_link_locked(struct mqfs_fs *fs, struct mqfs_ino *ip,
 	return nm_stop(&h, nm_set_dirty(&h, &s));
 }
 
-int mqfs_link(struct mqfs_fs *fs, uint64_t ino, uint64_t newparent,
-	      const char *newname, struct mqfs_entry *e)
+static int nm_link_once(struct mqfs_fs *fs, uint64_t ino, uint64_t newparent,
+			const char *newname, struct mqfs_entry *e)
 {
 	struct mqfs_ino *ip, *dp;
 	size_t len;
@@ -522,6 +536,18 @@ int mqfs_link(struct mqfs_fs *fs, uint64_t ino, uint64_t newparent,
 	mqfs_ino_unlock2(ip, dp);
 	mqfs_iput(fs, dp);
 	mqfs_iput(fs, ip);
+	return err;
+}
+
+int mqfs_link(struct mqfs_fs *fs, uint64_t ino, uint64_t newparent,
+	      const char *newname, struct mqfs_entry *e)
+{
+	bool retried = false;
+	int err;
+
+	do
+		err = nm_link_once(fs, ino, newparent, newname, e);
+	while (mqfs_retry_enospc(fs, err, &retried));
 	return err;
 }
 
@@ -862,8 +888,9 @@ static int nm_rename_names(const char *name, const char *newname,
 	return err;
 }
 
-int mqfs_rename(struct mqfs_fs *fs, uint64_t parent, const char *name,
-		uint64_t newparent, const char *newname, unsigned flags)
+static int nm_rename_once(struct mqfs_fs *fs, uint64_t parent,
+			  const char *name, uint64_t newparent,
+			  const char *newname, unsigned flags)
 {
 	struct nm_rename r = { .fs = fs, .oname = name, .nname = newname,
 			       .flags = flags };
@@ -895,6 +922,19 @@ int mqfs_rename(struct mqfs_fs *fs, uint64_t parent, const char *name,
 		mqfs_iput(fs, r.oip);
 	mqfs_iput(fs, r.ndp);
 	mqfs_iput(fs, r.odp);
+	return err;
+}
+
+int mqfs_rename(struct mqfs_fs *fs, uint64_t parent, const char *name,
+		uint64_t newparent, const char *newname, unsigned flags)
+{
+	bool retried = false;
+	int err;
+
+	do
+		err = nm_rename_once(fs, parent, name, newparent, newname,
+				     flags);
+	while (mqfs_retry_enospc(fs, err, &retried));
 	return err;
 }
 

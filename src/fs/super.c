@@ -9,6 +9,7 @@
  * Unmount runs it backwards and marks it clean last.
  */
 #include <errno.h>
+#include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -60,45 +61,43 @@ struct mq_queue *mqfs_queue(struct mqfs_fs *fs)
 	return fs->q;
 }
 
-/* The geometry must be self-consistent and fit the device. */
-static int super_check_geometry(const struct mqfs_super *sb, uint64_t dev)
+/*
+ * The superblock must describe a filesystem that fits the device (the
+ * rule fsck applies), with no feature this mqfs does not know: unknown
+ * incompatible features refuse the mount, unknown read-only compatible
+ * ones a read-write mount.
+ */
+static int super_check(const struct mqfs_super *sb, uint64_t dev_bytes,
+		       bool readonly)
 {
-	uint64_t ags;
+	const char *why = mqfs_super_why_bad(sb, dev_bytes / MQFS_BLOCK_SIZE);
+	int feat;
 
-	if (sb->format_version != MQFS_FORMAT_VERSION) {
-		fprintf(stderr, "mqfs: unsupported disk format version %u "
-			"(this mqfs reads %u)\n", sb->format_version,
-			MQFS_FORMAT_VERSION);
-		return -EINVAL;
+	if (why) {
+		fprintf(stderr, "mqfs: superblock: %s; run fsck.mqfs (it "
+			"restores the backup)\n", why);
+		return sb->format_version != MQFS_FORMAT_VERSION ? -EINVAL
+								 : -EUCLEAN;
 	}
-	if (sb->block_size != MQFS_BLOCK_SIZE || !sb->ag_blocks ||
-	    sb->ag_blocks > MQFS_AG_MAX_BLOCKS || !sb->inodes_per_ag ||
-	    sb->inodes_per_ag % MQFS_INODES_PER_BLOCK ||
-	    sb->itable_blocks != sb->inodes_per_ag / MQFS_INODES_PER_BLOCK ||
-	    sb->journal_start != 1 || !sb->journal_blocks ||
-	    sb->root_ino != MQFS_ROOT_INO)
-		goto bad;
-	ags = (sb->block_count + sb->ag_blocks - 1) / sb->ag_blocks;
-	if (ags != sb->ag_count ||
-	    sb->inode_count != (uint64_t)sb->ag_count * sb->inodes_per_ag ||
-	    1 + (uint64_t)sb->journal_blocks >= sb->ag_blocks)
-		goto bad;
-	if (sb->block_count > dev / MQFS_BLOCK_SIZE) {
-		fprintf(stderr, "mqfs: filesystem of %llu blocks is larger "
-			"than the device (%llu bytes)\n",
-			(unsigned long long)sb->block_count,
-			(unsigned long long)dev);
-		return -EINVAL;
+	feat = mqfs_super_unknown_features(sb);
+	if (feat == MQFS_FEAT_UNREADABLE) {
+		fprintf(stderr, "mqfs: the filesystem has incompatible "
+			"features this mqfs does not know (0x%x)\n",
+			sb->feature_incompat & ~MQFS_FEATURE_INCOMPAT_SUPP);
+		return -EOPNOTSUPP;
+	}
+	if (feat == MQFS_FEAT_READ_ONLY && !readonly) {
+		fprintf(stderr, "mqfs: the filesystem has features this mqfs "
+			"can read but not write (0x%x): mount it with -o ro\n",
+			sb->feature_ro_compat & ~MQFS_FEATURE_RO_COMPAT_SUPP);
+		return -EROFS;
 	}
 	return 0;
-bad:
-	fprintf(stderr, "mqfs: superblock geometry is inconsistent; "
-		"run fsck.mqfs\n");
-	return -EUCLEAN;
 }
 
 /* Read block 0 raw and check it: is this an mqfs filesystem at all? */
-static int super_read_raw(struct mq_queue *q, struct mqfs_super *sb)
+static int super_read_raw(struct mq_queue *q, struct mqfs_super *sb,
+			  bool readonly)
 {
 	int err;
 
@@ -106,6 +105,12 @@ static int super_read_raw(struct mq_queue *q, struct mqfs_super *sb)
 		fprintf(stderr, "mqfs: device sectors of %u bytes are larger "
 			"than the 4096-byte block\n",
 			mq_queue_logical_block_size(q));
+		return -EINVAL;
+	}
+	if (mq_queue_size_bytes(q) < (uint64_t)MQFS_MIN_BLOCKS * MQFS_BLOCK_SIZE) {
+		fprintf(stderr, "mqfs: the device has %" PRIu64 " bytes, too "
+			"small for an mqfs filesystem (%u at least): not one\n",
+			mq_queue_size_bytes(q), MQFS_MIN_BLOCKS * MQFS_BLOCK_SIZE);
 		return -EINVAL;
 	}
 	err = mqfs_bio_sync(q, MQ_OP_READ, 0, sb, 1, MQ_REQ_META);
@@ -124,7 +129,7 @@ static int super_read_raw(struct mq_queue *q, struct mqfs_super *sb)
 			"0; run fsck.mqfs (it restores the backup)\n");
 		return -EUCLEAN;
 	}
-	return super_check_geometry(sb, mq_queue_size_bytes(q));
+	return super_check(sb, mq_queue_size_bytes(q), readonly);
 }
 
 static void super_fill_geometry(struct mqfs_fs *fs, const struct mqfs_super *sb)
@@ -174,6 +179,7 @@ static void super_free(struct mqfs_fs *fs)
 {
 	pthread_mutex_destroy(&fs->sb_lock);
 	pthread_mutex_destroy(&fs->rename_lock);
+	free(fs->sb0);
 	free(fs);
 }
 
@@ -212,6 +218,28 @@ static int super_update(struct mqfs_fs *fs, bool mounting)
 	return err ? err : mqfs_journal_commit(fs);
 }
 
+/*
+ * Block 0 after the journal replay: still this filesystem (replay never
+ * writes a superblock copy that is not: sbcheck.c), checked again so no
+ * path can leave the mount with a geometry it did not check.
+ */
+static int super_check_replayed(struct mqfs_fs *fs)
+{
+	const struct mqfs_super *sb = mqfs_sb(fs);
+	const char *why = mqfs_super_why_bad(sb, fs->block_count);
+
+	if (!why && !mqfs_super_same_fs(sb, fs->sb0))
+		why = "it describes another filesystem";
+	if (!why && mqfs_super_unknown_features(sb) >
+		    (fs->opts.readonly ? MQFS_FEAT_READ_ONLY : MQFS_FEAT_KNOWN))
+		why = "it has features this mqfs cannot use";
+	if (!why)
+		return 0;
+	fprintf(stderr, "mqfs: superblock after journal recovery: %s; run "
+		"fsck.mqfs\n", why);
+	return -EUCLEAN;
+}
+
 /* Bring the modules up in order; on failure take down what came up. */
 static int super_start(struct mqfs_fs *fs)
 {
@@ -234,6 +262,9 @@ static int super_start(struct mqfs_fs *fs)
 	err = mqfs_buf_read(fs, 0, MQFS_T_SUPER, &fs->sb_buf);
 	if (err)
 		goto out_journal;
+	err = super_check_replayed(fs);
+	if (err)
+		goto out_sb;
 	err = mqfs_icache_create(fs);
 	if (err)
 		goto out_sb;
@@ -280,12 +311,19 @@ int mqfs_mount(struct mq_queue *q, const struct mqfs_mount_opts *o,
 	       struct mqfs_fs **out)
 {
 	struct mqfs_super *raw = mqfs_alloc_blocks_mem(1);
+	bool readonly = o && o->readonly;
 	struct mqfs_fs *fs;
 	int err;
 
 	if (!raw)
 		return -ENOMEM;
-	err = super_read_raw(q, raw);
+	if (mq_queue_read_only(q) && !readonly) {
+		fprintf(stderr, "mqfs: the device is open read-only: mount "
+			"with -o ro\n");
+		free(raw);
+		return -EROFS;
+	}
+	err = super_read_raw(q, raw, readonly);
 	if (err) {
 		free(raw);
 		return err;
@@ -296,10 +334,10 @@ int mqfs_mount(struct mq_queue *q, const struct mqfs_mount_opts *o,
 		return -ENOMEM;
 	}
 	super_fill_geometry(fs, raw);
+	fs->sb0 = raw;		/* what replay must keep to (sbcheck.c) */
 	if (raw->state & MQFS_STATE_ERRORS)
 		fprintf(stderr, "mqfs: warning: the filesystem has errors; "
 			"run fsck.mqfs\n");
-	free(raw);
 	err = super_start(fs);
 	if (err)
 		goto fail;
@@ -319,10 +357,15 @@ fail:
 	return err;
 }
 
-/* Write the backup superblock: a copy of block 0 in the last block. */
+/*
+ * Write the backup superblock: a copy of block 0 in the last block, but
+ * only of a block 0 that still describes this filesystem.  The backup
+ * is what fsck falls back on: a bad copy there loses the filesystem.
+ */
 static int super_write_backup(struct mqfs_fs *fs)
 {
 	uint8_t *copy = mqfs_alloc_blocks_mem(1);
+	const char *why;
 	int err;
 
 	if (!copy)
@@ -330,6 +373,15 @@ static int super_write_backup(struct mqfs_fs *fs)
 	mqfs_buf_lock(fs->sb_buf);
 	memcpy(copy, fs->sb_buf->data, MQFS_BLOCK_SIZE);
 	mqfs_buf_unlock(fs->sb_buf);
+	why = mqfs_super_why_bad((void *)copy, fs->block_count);
+	if (!why && !mqfs_super_same_fs((void *)copy, fs->sb0))
+		why = "it describes another filesystem";
+	if (why) {
+		mqfs_fs_error(fs, 0, "superblock: %s; the backup is kept as "
+			      "it was", why);
+		free(copy);
+		return -EUCLEAN;
+	}
 	mqfs_blk_seal(copy, MQFS_T_SUPER, fs->block_count - 1,
 		      ((struct mqfs_blk_hdr *)copy)->gen);
 	err = mqfs_bio_sync(fs->q, MQ_OP_WRITE, fs->block_count - 1, copy, 1,

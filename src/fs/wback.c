@@ -515,7 +515,7 @@ static int wb_alloc_hole(struct wb_tx *t, struct mqfs_ino *ip, uint64_t lblk,
 		if (!err || err != -ENOSPC)
 			break;
 		err = wb_tx_stop(t);
-		if (err || !mqfs_file_retry_enospc(t->fs, -ENOSPC, &retried))
+		if (err || !mqfs_retry_enospc(t->fs, -ENOSPC, &retried))
 			return err ? err : -ENOSPC;
 	}
 	if (err)

@@ -73,25 +73,39 @@ static int xa_check_name(const char *name, size_t *len)
 	return -EOPNOTSUPP;
 }
 
-/* Do the header and the entries agree?  (The checksum was verified.) */
+/*
+ * Do the header and the entries agree?  (The checksum was verified.)
+ * Pure, on the block's bytes: fsck applies the same rule, so a block
+ * the daemon refuses is one fsck repairs.
+ */
+const char *mqfs_xattr_why_bad(const void *data)
+{
+	const struct mqfs_xattr_hdr *xh = xa_hdr((void *)data);
+	unsigned off = 0, i;
+
+	if (!xh->count || xh->used > MQFS_XATTR_SPACE)
+		return "has impossible counts";
+	for (i = 0; i < xh->count; i++) {
+		const struct xa_ent *e = xa_ent((void *)data, off);
+
+		if (off + MQFS_XATTR_ENTRY_HDR > xh->used)
+			return "has fewer entries than it counts";
+		if (!e->name_len || off + xa_len(e) > xh->used)
+			return "has an entry that runs past its end";
+		off += xa_len(e);
+	}
+	return off == xh->used ? NULL : "has more bytes than its entries";
+}
+
 static int xa_verify(struct mqfs_fs *fs, struct mqfs_ino *ip,
 		     struct mqfs_buf *b)
 {
-	const struct mqfs_xattr_hdr *xh = xa_hdr(b->data);
-	unsigned off = 0, i;
+	const char *why = mqfs_xattr_why_bad(b->data);
 
-	for (i = 0; xh->used <= MQFS_XATTR_SPACE && i < xh->count; i++) {
-		const struct xa_ent *e = xa_ent(b->data, off);
-
-		if (off + MQFS_XATTR_ENTRY_HDR > xh->used || !e->name_len ||
-		    off + xa_len(e) > xh->used)
-			break;
-		off += xa_len(e);
-	}
-	if (i == xh->count && off == xh->used && xh->count)
+	if (!why)
 		return 0;
-	mqfs_fs_error(fs, b->blocknr, "xattr: inode %llu: bad block",
-		      (unsigned long long)ip->ino);
+	mqfs_fs_error(fs, b->blocknr, "xattr: inode %llu: the block %s",
+		      (unsigned long long)ip->ino, why);
 	return -EUCLEAN;
 }
 
@@ -353,8 +367,8 @@ static int xa_done(struct mqfs_handle *h, struct mqfs_ino *ip, int err,
 
 /* ---- set ----------------------------------------------------------------- */
 
-int mqfs_setxattr(struct mqfs_fs *fs, uint64_t ino, const char *name,
-		  const void *value, size_t size, int flags)
+static int xa_set_once(struct mqfs_fs *fs, uint64_t ino, const char *name,
+		       const void *value, size_t size, int flags)
 {
 	enum mqfs_cache_mode policy = MQFS_CACHE_UNSET;
 	struct mqfs_handle h;
@@ -388,6 +402,18 @@ int mqfs_setxattr(struct mqfs_fs *fs, uint64_t ino, const char *name,
 	}
 	pthread_rwlock_unlock(&ip->lock);
 	mqfs_iput(fs, ip);
+	return err;
+}
+
+int mqfs_setxattr(struct mqfs_fs *fs, uint64_t ino, const char *name,
+		  const void *value, size_t size, int flags)
+{
+	bool retried = false;
+	int err;
+
+	do
+		err = xa_set_once(fs, ino, name, value, size, flags);
+	while (mqfs_retry_enospc(fs, err, &retried));
 	return err;
 }
 

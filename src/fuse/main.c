@@ -18,7 +18,6 @@
 #include <string.h>
 #include <poll.h>
 #include <signal.h>
-#include <sys/file.h>
 #include <sys/signalfd.h>
 #include <unistd.h>
 #include "fuse_i.h"
@@ -29,31 +28,40 @@ struct mqfs_run {
 	struct fuse_session *se;
 	struct mq_dev *dev;
 	struct mq_queue *q;
-	int lock_fd;			/* holds the device's flock, or -1 */
 	char *mnt;			/* the mount point, resolved */
+	FILE *stats;			/* stats=PATH, opened at start */
 	bool mounted;
 	struct mqfs_wback_stats wback;	/* at unmount, for stats= */
 };
 
+/* How long a mount waits for an unmounted daemon still finishing. */
+#define RUN_LOCK_WAIT_MS	5000u
+
 /*
- * One daemon per device: a second mount of the same image would corrupt
- * it.  Block devices are opened O_EXCL by the driver; image files get an
- * exclusive flock, held until exit.
+ * One daemon per device: a second mount (or mkfs, fsck -y) of the same
+ * image would corrupt it, so the driver has it to itself (O_EXCL for a
+ * block device, an flock for an image file), waiting a few seconds for
+ * a daemon that was just unmounted.  -o ro on media that cannot be
+ * written (a read-only mount, a 0444 image) opens it read-only; on
+ * writable media read-write, so that a journal can still be recovered.
  */
-static int run_lock_device(struct mqfs_run *r)
+static int run_open_device(struct mqfs_run *r)
 {
 	const char *dev = r->cfg.device;
+	int ret;
 
-	r->lock_fd = open(dev, O_RDONLY | O_CLOEXEC);
-	if (r->lock_fd < 0)
-		return 0;	/* the driver reports why it cannot open it */
-	if (!flock(r->lock_fd, LOCK_EX | LOCK_NB))
-		return 0;
-	if (errno == EWOULDBLOCK) {
-		fprintf(stderr, "mqfs: %s is in use (mounted already?)\n", dev);
-		return -EBUSY;
+	r->cfg.uring.exclusive = true;
+	r->cfg.uring.lock_wait_ms = RUN_LOCK_WAIT_MS;
+	r->dev = mq_uring_open(dev, &r->cfg.uring, &ret);
+	if (!r->dev && r->cfg.mount.readonly &&
+	    (ret == -EROFS || ret == -EACCES || ret == -EPERM)) {
+		r->cfg.uring.readonly = true;
+		r->dev = mq_uring_open(dev, &r->cfg.uring, &ret);
 	}
-	return 0;	/* no flock here (some network filesystems) */
+	if (!r->dev)
+		fprintf(stderr, "mqfs: cannot open %s: %s%s\n", dev,
+			strerror(-ret), mq_uring_open_hint(ret));
+	return r->dev ? 0 : ret;
 }
 
 /*
@@ -87,16 +95,18 @@ static int run_engine(struct mqfs_run *r)
 static int run_open(struct mqfs_run *r)
 {
 	const char *dev = r->cfg.device;
-	int ret = run_lock_device(r);
+	int ret;
 
-	if (ret)
-		return ret;
-	r->dev = mq_uring_open(dev, &r->cfg.uring, &ret);
-	if (!r->dev) {
-		fprintf(stderr, "mqfs: cannot open %s: %s\n", dev,
+	/* Now, not at unmount: a bad path is an error of the command. */
+	if (r->cfg.stats_path && !(r->stats = fopen(r->cfg.stats_path, "w"))) {
+		ret = -errno;
+		fprintf(stderr, "mqfs: stats=%s: %s\n", r->cfg.stats_path,
 			strerror(-ret));
 		return ret;
 	}
+	ret = run_open_device(r);
+	if (ret)
+		return ret;
 	ret = run_engine(r);
 	if (ret)
 		return ret;
@@ -198,27 +208,26 @@ static int run_serve(struct mqfs_run *r)
  */
 static void run_write_stats(struct mqfs_run *r)
 {
-	FILE *f;
+	FILE *f = r->stats;
 
-	if (!r->cfg.stats_path || !r->q)
+	if (!f)
 		return;
-	f = fopen(r->cfg.stats_path, "w");
-	if (!f) {
+	r->stats = NULL;
+	if (r->q) {
+		fprintf(f, "mqfs %s: ", r->cfg.device);
+		mq_queue_stats_print(r->q, f);
+		fprintf(f, "dontcache write-behind: %" PRIu64 " writes (%"
+			PRIu64 " bytes) buffered, %" PRIu64 " direct, %" PRIu64
+			" buffers dropped, %" PRIu64 " batches, %" PRIu64
+			" throttled, bound %" PRIu64 " bytes\n",
+			r->wback.buffered_writes, r->wback.buffered_bytes,
+			r->wback.direct_writes, r->wback.buffers_dropped,
+			r->wback.write_batches, r->wback.throttled,
+			r->wback.dirty_limit);
+	}
+	if (fclose(f))
 		fprintf(stderr, "mqfs: stats=%s: %s\n", r->cfg.stats_path,
 			strerror(errno));
-		return;
-	}
-	fprintf(f, "mqfs %s: ", r->cfg.device);
-	mq_queue_stats_print(r->q, f);
-	fprintf(f, "dontcache write-behind: %" PRIu64 " writes (%" PRIu64
-		" bytes) buffered, %" PRIu64 " direct, %" PRIu64
-		" buffers dropped, %" PRIu64 " batches, %" PRIu64
-		" throttled, bound %" PRIu64 " bytes\n",
-		r->wback.buffered_writes, r->wback.buffered_bytes,
-		r->wback.direct_writes, r->wback.buffers_dropped,
-		r->wback.write_batches, r->wback.throttled,
-		r->wback.dirty_limit);
-	fclose(f);
 }
 
 /* The FUSE session first, then fs, queue, device. */
@@ -245,8 +254,6 @@ static int run_close(struct mqfs_run *r)
 		mq_queue_destroy(r->q);
 	if (r->dev)
 		mq_dev_close(r->dev);
-	if (r->lock_fd >= 0)
-		close(r->lock_fd);
 	free(r->mnt);
 	return ret;
 }
@@ -296,7 +303,7 @@ out:
 int main(int argc, char **argv)
 {
 	struct fuse_args args = FUSE_ARGS_INIT(argc, argv);
-	struct mqfs_run r = { .lock_fd = -1 };
+	struct mqfs_run r = { 0 };
 	int ret;
 
 	ret = mqfs_config_parse(&args, &r.cfg);

@@ -121,7 +121,8 @@ int main(int argc, char **argv)
 
 	if (fsck_parse(argc, argv, &a))
 		return FSCK_USAGE;
-	if (tool_open(PROG, a.path, &td))
+	if (tool_open(PROG, a.path, a.o.mode == MQFS_FSCK_NO ?
+		      TOOL_READ_SHARED : TOOL_EXCLUSIVE, &td))
 		return MQFS_FSCK_ERROR;
 	/* -C asks for progress; a terminal gets it on large devices. */
 	a.o.progress = a.progress_fd >= 0 ||

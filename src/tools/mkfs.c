@@ -322,7 +322,7 @@ int main(int argc, char **argv)
 		return 1;
 	if (mkfs_prepare_image(&a, &created))
 		return 1;
-	ret = tool_open(PROG, a.path, &td);
+	ret = tool_open(PROG, a.path, TOOL_EXCLUSIVE, &td);
 	if (!ret) {
 		ret = mkfs_run(td.q, &a, created);
 		tool_close(&td);

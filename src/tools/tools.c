@@ -49,19 +49,29 @@ int tool_parse_size(const char *s, uint64_t *out)
 	return 0;
 }
 
-int tool_open(const char *prog, const char *path, struct tool_dev *td)
+int tool_open(const char *prog, const char *path, enum tool_access access,
+	      struct tool_dev *td)
 {
-	struct mq_uring_config uc = { 0 };
+	struct mq_uring_config uc = {
+		.readonly = access == TOOL_READ_SHARED,
+		.exclusive = access == TOOL_EXCLUSIVE,
+		.lock_wait_ms = TOOL_LOCK_WAIT_MS,
+	};
 	struct mq_queue_config qc = { .elevator = "none" };
 	int err = 0;
 
 	td->q = NULL;
 	td->dev = mq_uring_open(path, &uc, &err);
 	if (!td->dev) {
-		fprintf(stderr, "%s: cannot open %s: %s\n", prog, path,
-			strerror(err ? -err : ENODEV));
-		return err ? err : -ENODEV;
+		err = err ? err : -ENODEV;
+		fprintf(stderr, "%s: cannot open %s: %s%s\n", prog, path,
+			strerror(-err), mq_uring_open_hint(err));
+		return err;
 	}
+	if (access == TOOL_READ_SHARED && mq_uring_in_use(path) == 1)
+		fprintf(stderr, "%s: warning: %s is mounted (in use): it "
+			"changes while it is read, the answer may be stale\n",
+			prog, path);
 	td->q = mq_queue_create(td->dev, &qc);
 	if (!td->q) {
 		fprintf(stderr, "%s: %s: cannot create the I/O queue\n", prog,

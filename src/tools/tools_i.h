@@ -22,9 +22,23 @@ struct tool_dev {
  * trailing "B" or "iB" is accepted).  0 or -EINVAL / -ERANGE.
  */
 int tool_parse_size(const char *s, uint64_t *out);
+/*
+ * How a tool opens the device.  A writer has it to itself, as the daemon
+ * does (O_EXCL, flock): a mounted filesystem is refused, as e2fsprogs
+ * refuses it.  A checker that only reads opens it read-only and shared,
+ * and says so when the filesystem is mounted.
+ */
+enum tool_access {
+	TOOL_EXCLUSIVE,
+	TOOL_READ_SHARED,
+};
+/* How long a writer waits for a daemon that is still unmounting. */
+#define TOOL_LOCK_WAIT_MS	5000u
+
 /* Open @path with the io_uring driver and create its queue.  0 or -errno
  * after a message naming @prog on stderr. */
-int tool_open(const char *prog, const char *path, struct tool_dev *td);
+int tool_open(const char *prog, const char *path, enum tool_access access,
+	      struct tool_dev *td);
 /* Destroy the queue, then close the device (all I/O has completed). */
 void tool_close(struct tool_dev *td);
 /* Read @nblocks 4 KiB blocks from block @blk into @buf (4 KiB aligned),

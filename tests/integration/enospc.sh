@@ -4,7 +4,9 @@
 # write, fsync or close: the kernel's writeback cache may report it
 # late); everything written before stays readable; after deleting the
 # files the space is usable again to about the same amount, in both
-# cache modes.  Then inodes run out the same way.  fsck-clean throughout.
+# cache modes, and at once: creates, mkdir, symlinks and xattrs right
+# after a delete wait for the freed blocks' checkpoint instead of failing.
+# Then inodes run out the same way.  fsck-clean throughout.
 . "$(dirname "$0")/lib.sh"
 t_init
 t_mkfs 24M -N 512
@@ -75,6 +77,25 @@ elif cmd == 'empty':
         os.unlink(os.path.join(root, name))
     with open(os.path.join(root, 'afterwards'), 'wb') as f:
         f.write(b'ok')
+elif cmd == 'delete':
+    # Right after the delete the freed blocks wait for a checkpoint; a
+    # create, mkdir, symlink or xattr must wait for it, not fail.
+    for name in os.listdir(root):
+        os.unlink(os.path.join(root, name))
+    for i in range(20):
+        d = os.path.join(root, 'd%02d' % i)
+        os.mkdir(d)
+        with open(os.path.join(d, 'f'), 'wb') as f:
+            f.write(b'x' * 8192)
+        os.symlink('y' * 300, os.path.join(d, 'long-link'))
+        os.setxattr(d, 'user.k', b'v' * 64)
+    for i in range(20):
+        d = os.path.join(root, 'd%02d' % i)
+        for name in os.listdir(d):
+            os.unlink(os.path.join(d, name))
+        os.rmdir(d)
+    with open(os.path.join(root, 'afterwards'), 'wb') as f:
+        f.write(b'ok')
 elif cmd == 'refill':
     with open(state) as f:
         before = json.load(f)['total']
@@ -112,6 +133,8 @@ t_umount
 t_fsck
 
 t_mount -o cache=none
+fill refill
+fill delete
 fill refill
 fill empty
 fill inodes

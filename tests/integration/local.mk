@@ -19,7 +19,8 @@ FUSE_INTEGRATION_TESTS = \
 	tests/integration/mmap.sh \
 	tests/integration/sqlite.sh \
 	tests/integration/interrupt.sh \
-	tests/integration/killpriv.sh
+	tests/integration/killpriv.sh \
+	tests/integration/exclusive.sh
 
 TESTS += $(FUSE_INTEGRATION_TESTS)
 EXTRA_DIST += $(FUSE_INTEGRATION_TESTS) tests/integration/lib.sh \

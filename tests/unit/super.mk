@@ -5,6 +5,7 @@ if HAVE_CHECK
 check_PROGRAMS += $(FS_TESTS_SUPER)
 TESTS += $(FS_TESTS_SUPER)
 endif
-EXTRA_DIST += tests/unit/t_fs.h tests/unit/t_fs_double.h tests/unit/t_fsio.h
+EXTRA_DIST += tests/unit/t_fs.h tests/unit/t_fs_double.h tests/unit/t_fsio.h \
+	tests/unit/t_jforge.h
 tests_unit_test_super_CFLAGS = $(UNIT_CFLAGS) -I$(top_srcdir)/src/fs
 tests_unit_test_super_LDADD = $(UNIT_LDADD)

@@ -3,10 +3,12 @@
  * test_fsck.c - the checker (src/fs/fsck*.c) on ram-device filesystems
  * populated through the public API: a clean image passes untouched;
  * each kind of damage (superblock, inode table, directory block, bitmap,
- * link count, extent outside the fs, doubly claimed block) is reported
+ * link count, extent outside the fs, doubly claimed block, a resealed
+ * xattr entry the daemon would refuse) is reported
  * by -n without a single write, repaired by -y (or -p when safe), and
  * the repaired image checks clean, mounts and still reads the files
- * that survived.  Crash images: the journal and the orphan list.
+ * that survived.  Crash images: the journal (also one carrying a bad
+ * superblock copy) and the orphan list.
  */
 #include <check.h>
 #include <dirent.h>
@@ -17,6 +19,7 @@
 
 #include "t_fs.h"
 #include "t_fsio.h"
+#include "t_jforge.h"
 
 #define TF_SIZE		(64 * T_FS_MIB)
 #define TF_FILES	40u
@@ -443,6 +446,56 @@ START_TEST(test_extent_outside)
 	ck_assert_int_eq(mqfs_getattr(x.t.fs, x.a, &st), 0);
 	ck_assert_int_eq(st.st_size, 0);
 	ck_assert_int_eq(st.st_blocks, 0);
+	ck_assert(tf_file_is(&x.t, x.b, 101, MQFS_BLOCK_SIZE));
+	tf_destroy(&x);
+}
+END_TEST
+
+/*
+ * An xattr entry damaged and the block resealed (name_len 0, value_len
+ * past the end, one entry more counted): the daemon refuses the block,
+ * so fsck must find it, and after -y the mount must not meet it again.
+ */
+START_TEST(test_xattr_entry)
+{
+	static const char val[] = "some value";
+	struct mqfs_xattr_hdr *xh;
+	struct tf x;
+	uint64_t blk;
+	uint8_t *b;
+	char got[32];
+
+	tf_populate(&x);
+	t_fs_mount(&x.t);
+	ck_assert_int_eq(mqfs_setxattr(x.t.fs, x.b, "user.one", val,
+				       sizeof(val), 0), 0);
+	ck_assert_int_eq(mqfs_setxattr(x.t.fs, x.b, "user.two", val,
+				       sizeof(val), 0), 0);
+	t_fs_unmount(&x.t);
+	tf_check_n(&x, MQFS_FSCK_OK);
+	blk = tf_inode(&x.t, x.b)->xattr_blk;
+	ck_assert_uint_ne(blk, 0);
+	b = t_fs_raw_block(&x.t, blk);
+	xh = (void *)(b + MQFS_HDR_SIZE);
+	switch (_i) {
+	case 0:
+		b[MQFS_HDR_SIZE + sizeof(*xh)] = 0;		/* name_len */
+		break;
+	case 1:
+		b[MQFS_HDR_SIZE + sizeof(*xh) + 2] = 0xff;	/* value_len */
+		break;
+	default:
+		xh->count++;
+		break;
+	}
+	tf_reseal(&x.t, blk);
+	tf_repair(&x, MQFS_FSCK_YES);
+	t_fs_mount(&x.t);
+	ck_assert_int_eq(mqfs_getxattr(x.t.fs, x.b, "user.one", got,
+				       sizeof(got)), -ENODATA);
+	ck_assert_int_eq(mqfs_setxattr(x.t.fs, x.b, "user.one", val,
+				       sizeof(val), 0), 0);
+	ck_assert(!mqfs_is_readonly(x.t.fs));
 	ck_assert(tf_file_is(&x.t, x.b, 101, MQFS_BLOCK_SIZE));
 	tf_destroy(&x);
 }
@@ -883,6 +936,50 @@ END_TEST
  * without finding a problem, and mount.  A failing round prints its
  * number; MQFS_FSCK_CRASH=i reruns just that one.
  */
+/*
+ * The hostile campaign's lost filesystem: a crash leaves a committed,
+ * checksum-valid transaction whose superblock copy is bad.  fsck -n
+ * says so without writing; a mount replays the rest, keeps block 0,
+ * flags the error and never lets the bad copy reach the backup; fsck -y
+ * then ends clean and the files are there.
+ */
+START_TEST(test_journal_bad_super)
+{
+	struct tf x;
+	uint64_t c, backup;
+	uint8_t *bk;
+
+	memset(&x, 0, sizeof(x));
+	t_fs_make_opts(&x.t, TF_SIZE, 0, true);
+	c = tf_mk(&x.t, MQFS_ROOT_INO, "c", S_IFREG | 0644);
+	tf_write_file(&x.t, c, 7, 5 * MQFS_BLOCK_SIZE);
+	ck_assert_int_eq(mqfs_sync(x.t.fs), 0);
+	tf_crash_unmounted(&x.t);
+	backup = tf_sb(&x.t)->block_count - 1;
+	bk = malloc(MQFS_BLOCK_SIZE);
+	memcpy(bk, t_fs_raw_block(&x.t, backup), MQFS_BLOCK_SIZE);
+	t_jforge_super(t_fs_raw_block(&x.t, tf_sb(&x.t)->journal_start),
+		       tf_sb(&x.t)->journal_start, t_jforge_bad_geometry);
+	tf_check_n(&x, MQFS_FSCK_UNCORRECTED);
+	t_fs_mount(&x.t);
+	ck_assert(mqfs_is_readonly(x.t.fs));
+	ck_assert_uint_eq(tf_lookup(&x.t, MQFS_ROOT_INO, "c"), c);
+	ck_assert(tf_file_is(&x.t, c, 7, 5 * MQFS_BLOCK_SIZE));
+	t_fs_unmount(&x.t);
+	ck_assert_uint_eq(tf_sb(&x.t)->block_size, MQFS_BLOCK_SIZE);
+	ck_assert_uint_ne(tf_sb(&x.t)->state & MQFS_STATE_ERRORS, 0);
+	ck_assert_msg(!memcmp(bk, t_fs_raw_block(&x.t, backup),
+			      MQFS_BLOCK_SIZE), "the backup was rewritten");
+	ck_assert_int_eq(tf_fsck(&x.t, MQFS_FSCK_YES, false), MQFS_FSCK_FIXED);
+	tf_check_n(&x, MQFS_FSCK_OK);
+	t_fs_mount(&x.t);
+	ck_assert(!mqfs_is_readonly(x.t.fs));
+	ck_assert(tf_file_is(&x.t, c, 7, 5 * MQFS_BLOCK_SIZE));
+	free(bk);
+	tf_destroy(&x);
+}
+END_TEST
+
 START_TEST(test_crash_churn)
 {
 	unsigned first = 0, rounds = TF_CRASH_ROUNDS;
@@ -942,10 +1039,12 @@ static Suite *fsck_suite(void)
 	tcase_add_test(tc, test_link_count);
 	tcase_add_test(tc, test_extent_outside);
 	tcase_add_test(tc, test_double_claim);
+	tcase_add_loop_test(tc, test_xattr_entry, 0, 3);
 	tcase_add_test(tc, test_extent_tree_block);
 	tcase_add_test(tc, test_after_churn);
 	tcase_add_test(tc, test_random_damage);
 	tcase_add_test(tc, test_journal_and_orphan);
+	tcase_add_test(tc, test_journal_bad_super);
 	tcase_add_test(tc, test_crash_churn);
 	suite_add_tcase(s, tc);
 	return s;

@@ -12,7 +12,8 @@
  * larger than one descriptor; replay applies a committed transaction
  * whose checkpoint was lost, ignores a torn one (no commit block, a
  * commit block of an older transaction, a bad body checksum), and is
- * idempotent; a crash at every write of a commit (failed write, then a
+ * idempotent; a sealed transaction whose superblock copy is bad or
+ * another filesystem's replays all but that copy and reports it; a crash at every write of a commit (failed write, then a
  * power cut that loses the volatile cache) leaves each block wholly old
  * or wholly new, new exactly when the commit was durable; a failed
  * journal write aborts the journal (handles get -EROFS, clear -EIO);
@@ -35,6 +36,7 @@
 #include "t_util.h"
 #include "fs_i.h"
 #include "t_fs_double.h"
+#include "t_jforge.h"
 
 #define RIG_BLOCKS	4096u			/* 16 MiB */
 #define BS		MQFS_BLOCK_SIZE
@@ -93,6 +95,14 @@ static void put_super(struct rig *r, uint64_t journal_seq)
 	sb->journal_start = J_START;
 	sb->journal_blocks = r->jblocks;
 	sb->journal_seq = journal_seq;
+	/* One AG of one inode-table block: a geometry sbcheck.c accepts. */
+	sb->ag_blocks = RIG_BLOCKS;
+	sb->ag_count = 1;
+	sb->inodes_per_ag = MQFS_INODES_PER_BLOCK;
+	sb->itable_blocks = 1;
+	sb->inode_count = MQFS_INODES_PER_BLOCK;
+	sb->root_ino = MQFS_ROOT_INO;
+	memset(sb->uuid, 0x5a, sizeof(sb->uuid));
 	mqfs_blk_seal(sb, MQFS_T_SUPER, 0, 1);
 }
 
@@ -113,6 +123,10 @@ static void rig_start(struct rig *r, const struct mq_fault_config *fc)
 	r->fs.journal_start = J_START;
 	r->fs.journal_blocks = r->jblocks;
 	r->fs.opts.commit_interval_ms = r->interval_ms;
+	/* The superblock as a mount reads it before replay. */
+	r->fs.sb0 = mqfs_alloc_blocks_mem(1);
+	t_check(r->fs.sb0 != NULL, "sb0");
+	memcpy(r->fs.sb0, t_ram_blk(r->ram, 0), BS);
 	t_check(mqfs_bcache_create(&r->fs, 8u << 20) == 0, "bcache_create");
 	t_check(mqfs_journal_create(&r->fs) == 0, "journal_create");
 	t_check(r->fs.journal != NULL, "fs->journal set");
@@ -125,6 +139,8 @@ static int rig_stop(struct rig *r)
 
 	t_check(r->fs.journal == NULL, "fs->journal cleared");
 	mqfs_bcache_destroy(&r->fs);
+	free(r->fs.sb0);
+	r->fs.sb0 = NULL;
 	mq_queue_destroy(r->q);
 	if (r->dev != r->ram)
 		mq_dev_close(r->dev);
@@ -551,6 +567,71 @@ START_TEST(test_replay_bad_body)
 END_TEST
 
 /*
+ * A committed, checksum-valid transaction whose superblock copy is bad
+ * (or another filesystem's): replay writes every other copy home, keeps
+ * block 0 as it was and reports the error, as fsck does.
+ */
+START_TEST(test_replay_bad_super)
+{
+	void (*damage[2])(struct mqfs_super *) = { t_jforge_bad_geometry,
+						   t_jforge_other_fs };
+	unsigned char sb0[BS], journal[64 * BS];
+	struct mqfs_handle h;
+	struct mqfs_buf *sb;
+	bool replayed;
+	struct rig r;
+
+	T_BEGIN();
+	rig_open(&r, 64, 0, NULL);
+	seed_homes(&r, 1);
+	memcpy(sb0, t_ram_blk(r.ram, 0), BS);
+	t_check(mqfs_trans_start(&r.fs, NH + 1, &h) == 0, "start");
+	for (unsigned i = 0; i < NH; i++)
+		modify(&h, homes[i], MQFS_T_DIR, 2);
+	t_check(mqfs_buf_read(&r.fs, 0, MQFS_T_SUPER, &sb) == 0, "sb");
+	mqfs_buf_lock(sb);
+	((struct mqfs_super *)sb->data)->mount_count = 99;
+	mqfs_trans_dirty(&h, sb);
+	mqfs_buf_unlock(sb);
+	mqfs_buf_put(sb);
+	t_check(mqfs_trans_stop(&h) == 0, "stop");
+	t_check(mqfs_journal_commit(&r.fs) == 0, "commit");
+	t_check(rig_stop(&r) == 0, "stop");
+	memcpy(journal, t_ram_blk(r.ram, J_START), sizeof(journal));
+	for (unsigned k = 0; k < 2; k++) {
+		/* As if the checkpoint were lost. */
+		seed_homes(&r, 1);
+		memcpy(t_ram_blk(r.ram, 0), sb0, BS);
+		memcpy(t_ram_blk(r.ram, J_START), journal, sizeof(journal));
+		t_jforge_super(t_ram_blk(r.ram, J_START), J_START, damage[k]);
+		atomic_store(&t_errors, 0);
+		rig_start(&r, NULL);
+		t_check(mqfs_journal_replay(&r.fs, &replayed) == 0 && replayed,
+			"replayed");
+		t_check(all_home(&r, homes, NH, 2), "the other copies home");
+		t_check(!memcmp(t_ram_blk(r.ram, 0), sb0, BS),
+			"the bad superblock copy reached block 0");
+		t_check(atomic_load(&t_errors) == 1 &&
+			atomic_load(&t_error_blk) == 0, "error reported");
+		t_check(atomic_load(&r.fs.error_seen), "filesystem flagged");
+		t_check(mqfs_journal_clear(&r.fs) == 0, "clear");
+		t_check(rig_stop(&r) == 0, "stop");
+	}
+	/* The undamaged journal replays the superblock copy too. */
+	seed_homes(&r, 1);
+	memcpy(t_ram_blk(r.ram, 0), sb0, BS);
+	memcpy(t_ram_blk(r.ram, J_START), journal, sizeof(journal));
+	atomic_store(&t_errors, 0);
+	rig_start(&r, NULL);
+	t_check(mqfs_journal_replay(&r.fs, &replayed) == 0 && replayed, "ok");
+	t_check(((struct mqfs_super *)t_ram_blk(r.ram, 0))->mount_count == 99,
+		"a good superblock copy goes home");
+	t_check(atomic_load(&t_errors) == 0, "no error for a good copy");
+	rig_close(&r);
+}
+END_TEST
+
+/*
  * Crash at the Nth write of a commit: writes are 1 journal body, 2
  * commit block, 3.. checkpoint (sorted homes merge: 100-102, 300, 500).
  * The failed write aborts the journal, the power cut loses what was
@@ -803,6 +884,7 @@ static Suite *journal_suite(void)
 	tcase_add_test(c, test_replay_committed);
 	tcase_add_test(c, test_replay_torn);
 	tcase_add_test(c, test_replay_bad_body);
+	tcase_add_test(c, test_replay_bad_super);
 	tcase_add_loop_test(c, test_crash_points, 1, 9);
 	tcase_add_test(c, test_credits);
 	tcase_add_test(c, test_concurrent_handles);

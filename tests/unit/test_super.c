@@ -108,6 +108,63 @@ START_TEST(test_mount_refuses_bad_super)
 }
 END_TEST
 
+/* Set feature word @which (0 compat, 1 ro_compat, 2 incompat) of block 0. */
+static void ts_set_feature(struct t_fs *t, unsigned which, uint32_t bits)
+{
+	struct mqfs_super *sb = (struct mqfs_super *)t_fs_raw_block(t, 0);
+	uint32_t *word[3] = { &sb->feature_compat, &sb->feature_ro_compat,
+			      &sb->feature_incompat };
+
+	*word[which] = bits;
+	mqfs_blk_seal(sb, MQFS_T_SUPER, 0, sb->hdr.gen);
+}
+
+static int ts_fsck_n(struct t_fs *t)
+{
+	struct mqfs_fsck_opts o = { .mode = MQFS_FSCK_NO, .force = true };
+
+	fflush(stdout);
+	return mqfs_fsck(t->q, &o);
+}
+
+/*
+ * Feature words as ext4's: an unknown compat bit mounts read-write, an
+ * unknown ro_compat bit only read-only, an unknown incompat bit not at
+ * all; fsck checks only what it fully knows.
+ */
+START_TEST(test_mount_features)
+{
+	struct mqfs_mount_opts ro;
+	struct mqfs_fs *fs;
+	struct t_fs t;
+
+	t_fs_make(&t, 16 * T_FS_MIB);
+	t_fs_unmount(&t);
+	ro = t.mount;
+	ro.readonly = true;
+	ts_set_feature(&t, 0, 1u << 31);
+	t_fs_mount(&t);
+	ck_assert(!mqfs_is_readonly(t.fs));
+	t_fs_unmount(&t);
+	ck_assert_int_eq(ts_fsck_n(&t), MQFS_FSCK_OK);
+	ts_set_feature(&t, 0, 0);
+	ts_set_feature(&t, 1, 1u << 3);
+	ck_assert_int_eq(mqfs_mount(t.q, &t.mount, &fs), -EROFS);
+	ck_assert_int_eq(mqfs_mount(t.q, &ro, &fs), 0);
+	ck_assert(mqfs_is_readonly(fs));
+	ck_assert_int_eq(mqfs_unmount(fs), 0);
+	ck_assert_int_eq(ts_fsck_n(&t), MQFS_FSCK_ERROR);
+	ts_set_feature(&t, 1, 0);
+	ts_set_feature(&t, 2, 1u);
+	ck_assert_int_eq(mqfs_mount(t.q, &t.mount, &fs), -EOPNOTSUPP);
+	ck_assert_int_eq(mqfs_mount(t.q, &ro, &fs), -EOPNOTSUPP);
+	ck_assert_int_eq(ts_fsck_n(&t), MQFS_FSCK_ERROR);
+	ts_set_feature(&t, 2, 0);
+	t_fs_mount(&t);
+	t_fs_destroy(&t);
+}
+END_TEST
+
 START_TEST(test_mkfs_too_small)
 {
 	struct mq_dev *ram = mq_ram_open(MQFS_MIN_BLOCKS * 4096ull - 4096, 8);
@@ -146,6 +203,7 @@ static Suite *super_suite(void)
 	tcase_add_test(tc, test_layout_rejects);
 	tcase_add_test(tc, test_mount_states);
 	tcase_add_test(tc, test_mount_refuses_bad_super);
+	tcase_add_test(tc, test_mount_features);
 	tcase_add_test(tc, test_mkfs_too_small);
 	tcase_add_test(tc, test_crash_after_mount);
 	suite_add_tcase(s, tc);
