@@ -68,6 +68,8 @@ int mqfs_mount(struct mq_queue *q, const struct mqfs_mount_opts *o,
 int mqfs_unmount(struct mqfs_fs *fs);
 struct mq_queue *mqfs_queue(struct mqfs_fs *fs);
 bool mqfs_is_readonly(const struct mqfs_fs *fs);
+/* Did this mount meet corrupt metadata (whatever errors= did)? */
+bool mqfs_had_errors(const struct mqfs_fs *fs);
 
 struct mqfs_entry {
 	uint64_t ino;

@@ -115,6 +115,41 @@ static int dir_corrupt(struct mqfs_fs *fs, struct mqfs_ino *dir,
 	return -EUCLEAN;
 }
 
+const char *mqfs_dirent_why_bad(const struct mqfs_dirent *de,
+				uint64_t inode_count)
+{
+	const char *n = de->name;
+	size_t len = de->name_len;
+
+	if ((len == 1 && n[0] == '.') ||
+	    (len == 2 && n[0] == '.' && n[1] == '.') ||
+	    memchr(n, '/', len) || memchr(n, '\0', len))
+		return "has an invalid name";
+	if (!de->ino || de->ino > inode_count)
+		return "points outside the inode table";
+	if (de->ino == MQFS_ROOT_INO)
+		return "links the root directory";
+	return NULL;
+}
+
+/*
+ * Is live record @de one to serve?  A bad one is reported (each time a
+ * walk meets it) and skipped: the rest of the directory stays readable.
+ */
+static bool dir_entry_servable(struct mqfs_fs *fs, struct mqfs_ino *dir,
+			       uint64_t blocknr, unsigned off,
+			       const struct mqfs_dirent *de)
+{
+	const char *why = mqfs_dirent_why_bad(de, fs->inode_count);
+
+	if (!why)
+		return true;
+	mqfs_fs_error(fs, blocknr, "dir: inode %llu: the entry at offset %u "
+		      "%s (inode %llu); skipped", (unsigned long long)dir->ino,
+		      off, why, (unsigned long long)de->ino);
+	return false;
+}
+
 /* ---- the index: hash chains -------------------------------------------- */
 
 static void di_destroy(struct mqfs_dir_index *di)
@@ -345,7 +380,8 @@ static int di_scan_block(struct mqfs_fs *fs, struct mqfs_ino *dir,
 		if (!dir_rec_ok(b->data, off) || (!de->ino && off != DIR_FIRST))
 			return dir_corrupt(fs, dir, b->blocknr, off);
 		room = MQ_MAX(room, dir_rec_avail(de));
-		if (!de->ino)
+		if (!de->ino ||
+		    !dir_entry_servable(fs, dir, b->blocknr, off, de))
 			continue;
 		err = di_reserve(di);
 		if (err)
@@ -798,7 +834,8 @@ static int dir_iter_block(struct mqfs_fs *fs, struct mqfs_ino *dir,
 			err = dir_corrupt(fs, dir, b->blocknr, off);
 			break;
 		}
-		if (off < from || !de->ino)
+		if (off < from || !de->ino ||
+		    !dir_entry_servable(fs, dir, b->blocknr, off, de))
 			continue;
 		if (fn(ctx, de->name, de->name_len, de->ino, de->type,
 		       base + off + de->rec_len)) {

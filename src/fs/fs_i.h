@@ -346,6 +346,13 @@ void mqfs_icache_destroy(struct mqfs_fs *fs);
 /* Get the in-core inode (reading it if needed); -ENOENT if free. */
 int mqfs_iget(struct mqfs_fs *fs, uint64_t ino, struct mqfs_ino **out);
 /*
+ * Why the live inode record @d cannot be used (type, flags, inline data,
+ * symlink length), or NULL; mqfs_iget refuses it, fsck clears it.  A
+ * size past MQFS_MAX_FILE_BYTES is refused too; fsck caps it there.
+ */
+const char *mqfs_inode_why_bad(const struct mqfs_inode *d);
+bool mqfs_inode_size_ok(const struct mqfs_inode *d);
+/*
  * Drop a reference.  When nothing refers to an unlinked inode any more
  * (refcount, nlookup and open_count all 0 and nlink 0) its blocks and
  * number are freed and it leaves the orphan list.  Since it may delete
@@ -455,6 +462,13 @@ int mqfs_dir_iterate(struct mqfs_fs *fs, struct mqfs_ino *dir, uint64_t pos,
 		     mqfs_dir_fn fn, void *ctx);
 void mqfs_dir_index_free(struct mqfs_ino *dir);
 unsigned mqfs_dir_credits(struct mqfs_fs *fs);
+/*
+ * Why live entry @de (sound record bounds) must not be served, or NULL:
+ * a name with '/' or NUL, "." or "..", an inode number outside the
+ * table, the root.  The daemon skips and reports it; fsck removes it.
+ */
+const char *mqfs_dirent_why_bad(const struct mqfs_dirent *de,
+				uint64_t inode_count);
 
 /* ---- extended attributes (xattr.c) -------------------------------------- */
 /* Implement the public mqfs_*xattr calls; freeing on inode delete: */
@@ -523,6 +537,8 @@ struct mqfs_file {
  * beyond it get -EFBIG; no extent may reach past it (fsck checks).
  */
 #define MQFS_MAX_FILE_BYTES	(1ull << 46)
+/* The longest symlink target: one block, NUL-free. */
+#define MQFS_SYMLINK_MAX	(MQFS_BLOCK_SIZE - 1)
 #define MQFS_MAX_FILE_BLOCKS	(MQFS_MAX_FILE_BYTES >> MQFS_BLOCK_SHIFT)
 
 /* Change the size: free blocks past it, zero the tail of the last one. */

@@ -177,14 +177,6 @@ static const char *fk_name_str(const char *name, size_t len, char *buf)
 	return buf;
 }
 
-static bool fk_name_ok(const char *name, size_t len)
-{
-	if ((len == 1 && name[0] == '.') ||
-	    (len == 2 && name[0] == '.' && name[1] == '.'))
-		return false;
-	return !memchr(name, '/', len) && !memchr(name, '\0', len);
-}
-
 /* Why the entry must go, or NULL. */
 static const char *fk_entry_bad(struct fk_dwalk *w, const struct mqfs_dirent *de,
 				int *err)
@@ -193,16 +185,14 @@ static const char *fk_entry_bad(struct fk_dwalk *w, const struct mqfs_dirent *de
 	const struct fk_ino *fi;
 	int dup;
 
+	const char *why = mqfs_dirent_why_bad(de, f->inode_count);
+
 	*err = 0;
-	if (!fk_name_ok(de->name, de->name_len))
-		return "has an invalid name";
-	if (!fk_ino_valid(f, de->ino))
-		return "points outside the inode table";
+	if (why)
+		return why;		/* the daemon's rule */
 	fi = &f->ino[de->ino];
 	if (!(fi->flags & FK_I_LIVE))
 		return "points at a free inode";
-	if (de->ino == MQFS_ROOT_INO)
-		return "links the root directory";
 	dup = fk_names_add(&w->names, de->name, de->name_len,
 			   (uint32_t)mqfs_hash(de->name, de->name_len));
 	if (dup < 0) {

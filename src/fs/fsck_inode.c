@@ -26,7 +26,6 @@
 #define FK_ITABLE_RUN	64u	/* inode table blocks per read */
 #define FK_EXT_DEPTH	5u	/* extent.c's EXT_MAX_DEPTH */
 #define FK_NO_TRUNC	UINT64_MAX
-#define FK_SYMLINK_MAX	(MQFS_BLOCK_SIZE - 1)
 
 union fk_entry {
 	struct mqfs_extent ext;
@@ -477,23 +476,6 @@ static int fk_check_extents(struct fsck *f, uint64_t ino,
 /* ---- pass 4: one inode ------------------------------------------------- */
 
 /* Why @d cannot be kept at all, or NULL. */
-static const char *fk_inode_bad(const struct mqfs_inode *d)
-{
-	uint16_t known = MQFS_IF_EXTENT_TREE | MQFS_IF_INLINE_DATA;
-
-	if (fk_mode_dtype(d->mode) == DT_UNKNOWN)
-		return "has an invalid mode";
-	if (d->iflags & ~known ||
-	    (d->iflags & known) == known)
-		return "has invalid flags";
-	if (d->iflags & MQFS_IF_INLINE_DATA &&
-	    (!S_ISLNK(d->mode) || !d->size || d->size > MQFS_INODE_DATA))
-		return "has bad inline data";
-	if (S_ISLNK(d->mode) && (!d->size || d->size > FK_SYMLINK_MAX))
-		return "is a symlink of impossible length";
-	return NULL;
-}
-
 /* Devices, FIFOs and sockets own no blocks. */
 static void fk_check_special(struct fsck *f, uint64_t ino,
 			     struct mqfs_inode *d, bool *dirty)
@@ -552,7 +534,7 @@ static int fk_check_xattr(struct fsck *f, uint64_t ino, struct mqfs_inode *d,
 static int fk_check_inode(struct fsck *f, uint64_t ino, struct mqfs_inode *d,
 			  bool *dirty)
 {
-	const char *why = fk_inode_bad(d);
+	const char *why = mqfs_inode_why_bad(d);	/* the daemon's rule */
 	uint64_t blocks = 0, xblocks = 0;
 	bool cut = false;
 	int err;
@@ -563,6 +545,14 @@ static int fk_check_inode(struct fsck *f, uint64_t ino, struct mqfs_inode *d,
 		memset(d, 0, sizeof(*d));
 		*dirty = true;
 		return 0;
+	}
+	if (!mqfs_inode_size_ok(d)) {
+		/* Keep the data: a size at the limit loses nothing. */
+		fk_problem(f, FK_UNSAFE, "set to the limit", "inode %llu: "
+			   "size %llu is past the largest file",
+			   (unsigned long long)ino, (unsigned long long)d->size);
+		d->size = MQFS_MAX_FILE_BYTES;
+		*dirty = true;
 	}
 	if (fk_has_extents(d))
 		err = fk_check_extents(f, ino, d, &blocks, dirty, &cut);

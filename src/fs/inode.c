@@ -400,9 +400,40 @@ static void ic_locate(struct mqfs_fs *fs, uint64_t ino, uint64_t *blk,
 	*off = mqfs_itable_offset(i % MQFS_INODES_PER_BLOCK);
 }
 
+const char *mqfs_inode_why_bad(const struct mqfs_inode *d)
+{
+	const uint16_t known = MQFS_IF_EXTENT_TREE | MQFS_IF_INLINE_DATA;
+
+	switch (d->mode & S_IFMT) {
+	case S_IFREG: case S_IFDIR: case S_IFLNK: case S_IFCHR:
+	case S_IFBLK: case S_IFIFO: case S_IFSOCK:
+		break;
+	default:
+		return "has an invalid mode";
+	}
+	if (d->iflags & ~known || (d->iflags & known) == known)
+		return "has invalid flags";
+	if (d->iflags & MQFS_IF_INLINE_DATA &&
+	    (!S_ISLNK(d->mode) || !d->size || d->size > MQFS_INODE_DATA))
+		return "has bad inline data";
+	if (S_ISLNK(d->mode) && (!d->size || d->size > MQFS_SYMLINK_MAX))
+		return "is a symlink of impossible length";
+	return NULL;
+}
+
+bool mqfs_inode_size_ok(const struct mqfs_inode *d)
+{
+	return d->size <= MQFS_MAX_FILE_BYTES;
+}
+
+/*
+ * Read inode @ino's record: -ENOENT when it is free, -EUCLEAN (logged,
+ * the filesystem flagged) when it is live but impossible.
+ */
 static int ic_read_record(struct mqfs_fs *fs, uint64_t ino,
 			  struct mqfs_inode *d)
 {
+	const char *why;
 	struct mqfs_buf *b;
 	uint64_t blk;
 	size_t off;
@@ -416,7 +447,16 @@ static int ic_read_record(struct mqfs_fs *fs, uint64_t ino,
 	memcpy(d, (char *)b->data + off, sizeof(*d));
 	mqfs_buf_unlock(b);
 	mqfs_buf_put(b);
-	return d->mode ? 0 : -ENOENT;
+	if (!d->mode)
+		return -ENOENT;
+	why = mqfs_inode_why_bad(d);
+	if (!why && !mqfs_inode_size_ok(d))
+		why = "has a size past the largest file";
+	if (!why)
+		return 0;
+	mqfs_fs_error(fs, blk, "inode %" PRIu64 " %s (mode 0%o, size %" PRIu64
+		      "); run fsck.mqfs", ino, why, d->mode, d->size);
+	return -EUCLEAN;
 }
 
 int mqfs_inode_dirty(struct mqfs_handle *h, struct mqfs_ino *ip)

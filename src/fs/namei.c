@@ -34,7 +34,6 @@
 #endif
 
 #define NM_LINK_MAX		65000u	/* st_nlink limit of one inode */
-#define NM_SYMLINK_MAX		(MQFS_BLOCK_SIZE - 1)
 /*
  * Handle credits beyond one mqfs_dir_add (mqfs_dir_credits, which has
  * the directory's inode): creation dirties the inode bitmap and AG
@@ -195,6 +194,25 @@ static int nm_set_dirty(struct mqfs_handle *h, struct nm_set *s)
 }
 
 /*
+ * The inode entry @name of @dp names: a free one there is corruption
+ * (a zeroed inode table block, a lost unlink), reported as such, not
+ * a plain ENOENT that leaves the name visible in readdir for ever.
+ */
+static int nm_iget_entry(struct mqfs_fs *fs, struct mqfs_ino *dp,
+			 const char *name, size_t len, uint64_t ino,
+			 struct mqfs_ino **out)
+{
+	int err = mqfs_iget(fs, ino, out);
+
+	if (err != -ENOENT)
+		return err;
+	mqfs_fs_error(fs, 0, "namei: directory %llu: \"%.*s\" names free "
+		      "inode %llu; run fsck.mqfs", (unsigned long long)dp->ino,
+		      (int)len, name, (unsigned long long)ino);
+	return -EUCLEAN;
+}
+
+/*
  * Look @name up in @dp (shared lock) and take a reference on its inode;
  * *out is NULL when there is no such entry and @may_miss.
  */
@@ -215,7 +233,7 @@ static int nm_resolve(struct mqfs_fs *fs, struct mqfs_ino *dp,
 			      (unsigned long long)dp->ino);
 		err = -EUCLEAN;
 	} else if (!err) {
-		err = mqfs_iget(fs, ino, out);
+		err = nm_iget_entry(fs, dp, name, len, ino, out);
 	}
 	pthread_rwlock_unlock(&dp->lock);
 	return err;
@@ -257,7 +275,7 @@ int mqfs_lookup(struct mqfs_fs *fs, uint64_t parent, const char *name,
 	else
 		err = mqfs_dir_lookup(fs, dp, name, len, &ino, NULL);
 	if (!err)
-		err = mqfs_iget(fs, ino, &ip);
+		err = nm_iget_entry(fs, dp, name, len, ino, &ip);
 	pthread_rwlock_unlock(&dp->lock);
 	if (!err)
 		nm_entry(fs, ip, e);
@@ -474,7 +492,7 @@ int mqfs_symlink(struct mqfs_fs *fs, uint64_t parent, const char *name,
 
 	if (!nw.tlen)
 		return -ENOENT;
-	if (nw.tlen > NM_SYMLINK_MAX)
+	if (nw.tlen > MQFS_SYMLINK_MAX)
 		return -ENAMETOOLONG;
 	return nm_create(fs, parent, name, &nw, e);
 }
@@ -984,7 +1002,7 @@ int mqfs_readlink(struct mqfs_fs *fs, uint64_t ino, char *buf, size_t size)
 	len = ip->d.size;
 	if (!S_ISLNK(ip->d.mode)) {
 		err = -EINVAL;
-	} else if (len > NM_SYMLINK_MAX || ((ip->d.iflags & MQFS_IF_INLINE_DATA) &&
+	} else if (len > MQFS_SYMLINK_MAX || ((ip->d.iflags & MQFS_IF_INLINE_DATA) &&
 					    len > MQFS_INODE_DATA)) {
 		mqfs_fs_error(fs, 0, "namei: symlink %llu: bad size %llu",
 			      (unsigned long long)ino, (unsigned long long)len);
@@ -1004,6 +1022,7 @@ int mqfs_readlink(struct mqfs_fs *fs, uint64_t ino, char *buf, size_t size)
 
 struct nm_readdir {
 	struct mqfs_fs *fs;
+	struct mqfs_ino *dp;
 	bool plus;
 	mqfs_fill_t fill;
 	void *ctx;
@@ -1027,7 +1046,7 @@ static int nm_rd_entry(void *ctx, const char *name, size_t len, uint64_t ino,
 	cname[len] = '\0';
 	if (!rd->plus)
 		return rd->fill(rd->ctx, cname, ino, type, next_pos, NULL);
-	rd->err = mqfs_iget(rd->fs, ino, &ip);
+	rd->err = nm_iget_entry(rd->fs, rd->dp, name, len, ino, &ip);
 	if (rd->err)
 		return 1;
 	memset(&e, 0, sizeof(e));
@@ -1068,6 +1087,7 @@ int mqfs_readdir(struct mqfs_fs *fs, uint64_t ino, uint64_t pos, bool plus,
 
 	if (err)
 		return err;
+	rd.dp = dp;
 	pthread_rwlock_rdlock(&dp->lock);
 	if (pos == 0 && nm_rd_dot(&rd, ".", dp->ino, 1))
 		goto out;

@@ -56,6 +56,11 @@ bool mqfs_is_readonly(const struct mqfs_fs *fs)
 	return atomic_load(&fs->readonly);
 }
 
+bool mqfs_had_errors(const struct mqfs_fs *fs)
+{
+	return atomic_load(&fs->error_seen);
+}
+
 struct mq_queue *mqfs_queue(struct mqfs_fs *fs)
 {
 	return fs->q;

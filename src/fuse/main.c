@@ -7,7 +7,8 @@
  *
  * Exit status: 0 only when the filesystem was unmounted cleanly; 1 for a
  * bad command line, a failure before the mount (nothing is left mounted),
- * an error at unmount, or a mount that went read-only on corruption.
+ * an error at unmount, or a mount that met corrupt metadata (read-only
+ * with errors=remount-ro, or not with errors=continue).
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -262,7 +263,7 @@ static int run(struct mqfs_run *r, struct fuse_args *args)
 {
 	/* libfuse mounts and unmounts; the requests are mqfs's (engine.c). */
 	static const struct fuse_lowlevel_ops no_ops;
-	bool went_ro;
+	bool went_ro, had_errors;
 	int ret, serve;
 
 	r->se = fuse_session_new(args, &no_ops, sizeof(no_ops), NULL);
@@ -286,12 +287,14 @@ static int run(struct mqfs_run *r, struct fuse_args *args)
 	if (chdir("/"))
 		fprintf(stderr, "mqfs: chdir /: %s\n", strerror(errno));
 	serve = run_serve(r);
-	/* A rw mount that is read-only now met corrupt metadata. */
+	/* Corrupt metadata met, whatever errors= made of it: say so. */
+	had_errors = mqfs_had_errors(r->d.fs);
 	went_ro = !r->cfg.mount.readonly && mqfs_is_readonly(r->d.fs);
 	ret = run_close(r);
-	if (went_ro) {
-		fprintf(stderr, "mqfs: %s: the filesystem had errors and went "
-			"read-only; run fsck.mqfs\n", r->cfg.device);
+	if (had_errors) {
+		fprintf(stderr, "mqfs: %s: the filesystem had errors%s; run "
+			"fsck.mqfs\n", r->cfg.device,
+			went_ro ? " and went read-only" : "");
 		ret = ret ? ret : -EUCLEAN;
 	}
 	return ret ? ret : serve;

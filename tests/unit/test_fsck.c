@@ -501,6 +501,101 @@ START_TEST(test_xattr_entry)
 }
 END_TEST
 
+/* The root directory's record named @name in its first block. */
+static struct mqfs_dirent *tf_root_entry(struct tf *x, const char *name,
+					 uint64_t *blk)
+{
+	uint8_t *b;
+
+	*blk = tf_inode(&x->t, MQFS_ROOT_INO)->u.ext[0].pblk;
+	b = t_fs_raw_block(&x->t, *blk);
+	for (unsigned off = MQFS_HDR_SIZE; off < MQFS_BLOCK_SIZE;) {
+		struct mqfs_dirent *de = (void *)(b + off);
+
+		if (de->ino && de->name_len == strlen(name) &&
+		    !memcmp(de->name, name, de->name_len))
+			return de;
+		ck_assert_uint_ne(de->rec_len, 0);
+		off += de->rec_len;
+	}
+	ck_abort_msg("no entry %s in the root", name);
+	return NULL;
+}
+
+static int tf_count_fill(void *ctx, const char *name, uint64_t ino,
+			 unsigned type, uint64_t next_pos,
+			 const struct mqfs_entry *e)
+{
+	(void)name, (void)ino, (void)type, (void)next_pos, (void)e;
+	++*(unsigned *)ctx;
+	return 0;
+}
+
+/*
+ * Sealed damage the daemon meets while serving (the campaign's defect
+ * 5): an inode of no valid type, one past the largest size, an entry
+ * naming a free inode, the root, ".", or a name with '/'.  Each access
+ * fails with EUCLEAN (or the entry is skipped and the rest of the
+ * directory served), the error is reported and flags the filesystem
+ * (read-only: errors=remount-ro); fsck -y repairs it and -n is clean.
+ */
+START_TEST(test_served_corruption)
+{
+	struct mqfs_entry e;
+	struct mqfs_dirent *de;
+	struct stat st;
+	unsigned n = 0;
+	uint64_t blk;
+	struct tf x;
+
+	tf_populate(&x);
+	switch (_i) {
+	case 0:
+		tf_inode(&x.t, x.b)->mode = 0170644;
+		tf_inode_changed(&x.t, x.b);
+		break;
+	case 1:
+		tf_inode(&x.t, x.b)->size = 1ull << 63;
+		tf_inode_changed(&x.t, x.b);
+		break;
+	default:
+		de = tf_root_entry(&x, "b", &blk);
+		if (_i == 2)
+			de->ino = tf_sb(&x.t)->inode_count - 1;	/* free */
+		else if (_i == 3)
+			de->ino = MQFS_ROOT_INO;
+		else
+			de->name[0] = _i == 4 ? '.' : '/';
+		tf_reseal(&x.t, blk);
+		break;
+	}
+	t_fs_mount(&x.t);
+	ck_assert(!mqfs_had_errors(x.t.fs));
+	if (_i < 2)
+		ck_assert_int_eq(mqfs_getattr(x.t.fs, x.b, &st), -EUCLEAN);
+	else if (_i == 2)
+		ck_assert_int_eq(mqfs_lookup(x.t.fs, MQFS_ROOT_INO, "b", &e),
+				 -EUCLEAN);
+	ck_assert_int_eq(mqfs_readdir(x.t.fs, MQFS_ROOT_INO, 0, false,
+				      tf_count_fill, &n), 0);
+	/* ".", "..", dir, a, s and b unless its entry is skipped. */
+	ck_assert_uint_eq(n, _i >= 3 ? 5 : 6);
+	ck_assert(mqfs_had_errors(x.t.fs));
+	ck_assert(mqfs_is_readonly(x.t.fs));
+	ck_assert(tf_file_is(&x.t, x.a, 100, 2 * MQFS_BLOCK_SIZE));
+	(void)mqfs_unmount(x.t.fs);
+	x.t.fs = NULL;
+	ck_assert_uint_ne(tf_sb(&x.t)->state & MQFS_STATE_ERRORS, 0);
+	ck_assert_int_eq(tf_fsck(&x.t, MQFS_FSCK_YES, true), MQFS_FSCK_FIXED);
+	tf_check_n(&x, MQFS_FSCK_OK);
+	t_fs_mount(&x.t);
+	ck_assert_int_eq(mqfs_readdir(x.t.fs, MQFS_ROOT_INO, 0, false,
+				      tf_count_fill, &n), 0);
+	ck_assert(!mqfs_had_errors(x.t.fs));
+	tf_destroy(&x);
+}
+END_TEST
+
 START_TEST(test_double_claim)
 {
 	struct tf x;
@@ -1040,6 +1135,7 @@ static Suite *fsck_suite(void)
 	tcase_add_test(tc, test_extent_outside);
 	tcase_add_test(tc, test_double_claim);
 	tcase_add_loop_test(tc, test_xattr_entry, 0, 3);
+	tcase_add_loop_test(tc, test_served_corruption, 0, 6);
 	tcase_add_test(tc, test_extent_tree_block);
 	tcase_add_test(tc, test_after_churn);
 	tcase_add_test(tc, test_random_damage);
