@@ -64,7 +64,10 @@ struct mqfs_mount_opts {
  */
 int mqfs_mount(struct mq_queue *q, const struct mqfs_mount_opts *o,
 	       struct mqfs_fs **out);
-/* Commit, checkpoint, mark clean, free everything.  0 or first error. */
+/*
+ * Commit, checkpoint, mark clean, free everything.  0 or the first error;
+ * -EUCLEAN when the mount met corrupt metadata (then it is not clean).
+ */
 int mqfs_unmount(struct mqfs_fs *fs);
 struct mq_queue *mqfs_queue(struct mqfs_fs *fs);
 bool mqfs_is_readonly(const struct mqfs_fs *fs);

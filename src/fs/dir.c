@@ -56,6 +56,7 @@ struct mqfs_dir_index {
 	uint32_t nent, ent_cap;		/* slots handed out, allocated */
 	uint32_t free;			/* free slot list (slot + 1) */
 	uint32_t count;			/* live entries */
+	uint32_t bad;			/* entries left out: not servable */
 	uint64_t *pblk;			/* lblk -> physical block */
 	/*
 	 * Max-tree over the blocks: leaf blk_cap + i holds the largest
@@ -380,9 +381,12 @@ static int di_scan_block(struct mqfs_fs *fs, struct mqfs_ino *dir,
 		if (!dir_rec_ok(b->data, off) || (!de->ino && off != DIR_FIRST))
 			return dir_corrupt(fs, dir, b->blocknr, off);
 		room = MQ_MAX(room, dir_rec_avail(de));
-		if (!de->ino ||
-		    !dir_entry_servable(fs, dir, b->blocknr, off, de))
+		if (!de->ino)
 			continue;
+		if (!dir_entry_servable(fs, dir, b->blocknr, off, de)) {
+			di->bad++;
+			continue;
+		}
 		err = di_reserve(di);
 		if (err)
 			return err;
@@ -814,7 +818,7 @@ int mqfs_dir_replace(struct mqfs_handle *h, struct mqfs_ino *dir,
  */
 static int dir_iter_block(struct mqfs_fs *fs, struct mqfs_ino *dir,
 			  const struct mqfs_dir_index *di, uint32_t lblk,
-			  unsigned from, mqfs_dir_fn fn, void *ctx)
+			  unsigned from, bool all, mqfs_dir_fn fn, void *ctx)
 {
 	union { uint64_t align; char c[DIR_BS]; } copy;
 	struct mqfs_buf *b;
@@ -835,7 +839,7 @@ static int dir_iter_block(struct mqfs_fs *fs, struct mqfs_ino *dir,
 			break;
 		}
 		if (off < from || !de->ino ||
-		    !dir_entry_servable(fs, dir, b->blocknr, off, de))
+		    (!all && !dir_entry_servable(fs, dir, b->blocknr, off, de)))
 			continue;
 		if (fn(ctx, de->name, de->name_len, de->ino, de->type,
 		       base + off + de->rec_len)) {
@@ -847,8 +851,9 @@ static int dir_iter_block(struct mqfs_fs *fs, struct mqfs_ino *dir,
 	return err;
 }
 
-int mqfs_dir_iterate(struct mqfs_fs *fs, struct mqfs_ino *dir, uint64_t pos,
-		     mqfs_dir_fn fn, void *ctx)
+/* @all: bad entries too (they still make a directory non-empty). */
+static int dir_iterate(struct mqfs_fs *fs, struct mqfs_ino *dir, uint64_t pos,
+		       bool all, mqfs_dir_fn fn, void *ctx)
 {
 	const struct mqfs_dir_index *di;
 	uint64_t lblk = pos / DIR_BS;
@@ -858,8 +863,15 @@ int mqfs_dir_iterate(struct mqfs_fs *fs, struct mqfs_ino *dir, uint64_t pos,
 
 	di = __atomic_load_n(&dir->dir_index, __ATOMIC_ACQUIRE);
 	for (; !err && lblk < nblk; lblk++, from = 0)
-		err = dir_iter_block(fs, dir, di, (uint32_t)lblk, from, fn, ctx);
+		err = dir_iter_block(fs, dir, di, (uint32_t)lblk, from, all, fn,
+				     ctx);
 	return err < 0 ? err : 0;
+}
+
+int mqfs_dir_iterate(struct mqfs_fs *fs, struct mqfs_ino *dir, uint64_t pos,
+		     mqfs_dir_fn fn, void *ctx)
+{
+	return dir_iterate(fs, dir, pos, false, fn, ctx);
 }
 
 static int dir_any(void *ctx, const char *name, size_t len, uint64_t ino,
@@ -878,8 +890,8 @@ int mqfs_dir_is_empty(struct mqfs_fs *fs, struct mqfs_ino *dir)
 
 	di = __atomic_load_n(&dir->dir_index, __ATOMIC_ACQUIRE);
 	if (di)
-		return di->count == 0;
-	err = mqfs_dir_iterate(fs, dir, 0, dir_any, &found);
+		return di->count == 0 && !di->bad;
+	err = dir_iterate(fs, dir, 0, true, dir_any, &found);
 	return err ? err : !found;
 }
 

@@ -117,11 +117,19 @@ int mqfs_layout_compute(uint64_t block_count, const struct mqfs_mkfs_opts *o,
 		l->ag_count--;
 		l->block_count = (uint64_t)l->ag_count * ag_blocks;
 		last--;
+		/* -N: the inodes the cut AG would have held go to the rest. */
+		l->inodes_per_ag = layout_inodes_per_ag(o, l->block_count,
+							 l->ag_count, ag_blocks);
+		l->itable_blocks = l->inodes_per_ag / MQFS_INODES_PER_BLOCK;
 	}
 	if (layout_ag_size(l, last) <
 	    layout_ag_overhead(l, last) + (last == 0 ? 1 : 0) + 1 +
 	    MKFS_DATA_MIN)
 		return -ENOSPC;
+	/* AG 0 carries the journal too (-J and -N can ask too much). */
+	if (last > 0 && layout_ag_size(l, 0) <
+	    layout_ag_overhead(l, 0) + 1 + MKFS_DATA_MIN)
+		return -EINVAL;
 	if (o->inodes && (uint64_t)l->inodes_per_ag * l->ag_count < o->inodes)
 		return -EINVAL;
 	return 0;

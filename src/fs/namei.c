@@ -1047,6 +1047,10 @@ static int nm_rd_entry(void *ctx, const char *name, size_t len, uint64_t ino,
 	if (!rd->plus)
 		return rd->fill(rd->ctx, cname, ino, type, next_pos, NULL);
 	rd->err = nm_iget_entry(rd->fs, rd->dp, name, len, ino, &ip);
+	if (rd->err == -EUCLEAN) {
+		rd->err = 0;	/* reported; the rest of the directory goes on */
+		return 0;
+	}
 	if (rd->err)
 		return 1;
 	memset(&e, 0, sizeof(e));

@@ -96,7 +96,8 @@ const char *mqfs_jcopy_why_bad(const struct mqfs_super *sb, uint64_t dev_blocks,
 		return sbc_corrupt[0];
 	if (!super_home)
 		return NULL;
-	if (mqfs_super_why_bad(blk, dev_blocks))
+	if (mqfs_super_why_bad(blk, dev_blocks) ||
+	    mqfs_super_unknown_features(blk) == MQFS_FEAT_UNREADABLE)
 		return sbc_corrupt[1];
 	if (!mqfs_super_same_fs(blk, sb))
 		return sbc_corrupt[2];

@@ -442,6 +442,9 @@ int mqfs_unmount(struct mqfs_fs *fs)
 	mqfs_buf_put(fs->sb_buf);
 	fs->sb_buf = NULL;
 	mqfs_bcache_destroy(fs);
+	/* Corruption met, up to the end: the caller asks for fsck. */
+	if (!err && atomic_load(&fs->error_seen))
+		err = -EUCLEAN;
 	super_free(fs);
 	return err;
 }

@@ -367,8 +367,10 @@ static int xa_done(struct mqfs_handle *h, struct mqfs_ino *ip, int err,
 
 /* ---- set ----------------------------------------------------------------- */
 
+/* *allocs: the attempt needed a new block (its ENOSPC may pass). */
 static int xa_set_once(struct mqfs_fs *fs, uint64_t ino, const char *name,
-		       const void *value, size_t size, int flags)
+		       const void *value, size_t size, int flags,
+		       bool *allocs)
 {
 	enum mqfs_cache_mode policy = MQFS_CACHE_UNSET;
 	struct mqfs_handle h;
@@ -395,6 +397,7 @@ static int xa_set_once(struct mqfs_fs *fs, uint64_t ino, const char *name,
 	if (err)
 		return err;
 	pthread_rwlock_wrlock(&ip->lock);
+	*allocs = !ip->d.xattr_blk;
 	err = mqfs_trans_start(fs, XA_CREDITS, &h);
 	if (!err) {
 		err = xa_set_locked(&h, ip, name, len, value, size, flags);
@@ -408,12 +411,13 @@ static int xa_set_once(struct mqfs_fs *fs, uint64_t ino, const char *name,
 int mqfs_setxattr(struct mqfs_fs *fs, uint64_t ino, const char *name,
 		  const void *value, size_t size, int flags)
 {
-	bool retried = false;
+	bool retried = false, allocs = false;
 	int err;
 
+	/* A full xattr block is ENOSPC too, and no commit frees room in it. */
 	do
-		err = xa_set_once(fs, ino, name, value, size, flags);
-	while (mqfs_retry_enospc(fs, err, &retried));
+		err = xa_set_once(fs, ino, name, value, size, flags, &allocs);
+	while (allocs && mqfs_retry_enospc(fs, err, &retried));
 	return err;
 }
 

@@ -245,7 +245,7 @@ static int run_close(struct mqfs_run *r)
 	if (r->d.fs) {
 		mqfs_get_wback_stats(r->d.fs, &r->wback);
 		ret = mqfs_unmount(r->d.fs);
-		if (ret)
+		if (ret && ret != -EUCLEAN)	/* that one run() explains */
 			fprintf(stderr, "mqfs: %s: unmount: %s\n",
 				r->cfg.device, strerror(-ret));
 		r->d.fs = NULL;
@@ -291,7 +291,7 @@ static int run(struct mqfs_run *r, struct fuse_args *args)
 	had_errors = mqfs_had_errors(r->d.fs);
 	went_ro = !r->cfg.mount.readonly && mqfs_is_readonly(r->d.fs);
 	ret = run_close(r);
-	if (had_errors) {
+	if (had_errors || ret == -EUCLEAN) {
 		fprintf(stderr, "mqfs: %s: the filesystem had errors%s; run "
 			"fsck.mqfs\n", r->cfg.device,
 			went_ro ? " and went read-only" : "");

@@ -130,6 +130,16 @@ static inline void t_fs_crash(struct t_fs *t)
 }
 
 /* Unmount (cleanly) if mounted and free the devices. */
+/* Unmount a mount that met corruption: it says so (-EUCLEAN). */
+static inline void t_fs_unmount_unclean(struct t_fs *t)
+{
+	int err = mqfs_unmount(t->fs);
+
+	t->fs = NULL;
+	ck_assert_msg(err == -EUCLEAN, "t_fs: unmount after an error: %d",
+		      err);
+}
+
 static inline void t_fs_destroy(struct t_fs *t)
 {
 	if (t->fs)

@@ -357,6 +357,7 @@ START_TEST(test_free_invalid)
 	ck_assert_uint_eq(atomic_load(&t.fs->free_blocks), free0);
 	t_check_range(t.fs, start, 4, true);
 	ck_assert(atomic_load(&t.fs->error_seen));
+	t_fs_unmount_unclean(&t);
 	t_fs_destroy(&t);
 }
 END_TEST

@@ -370,8 +370,8 @@ START_TEST(test_dir_corrupt_record)
 
 	t_fs_make(&t, 32 * T_FS_MIB);
 	root = td_root(&t);
-	ck_assert_int_eq(td_change(&t, root, TD_ADD, "one", 1000), 0);
-	ck_assert_int_eq(td_change(&t, root, TD_ADD, "two", 1001), 0);
+	ck_assert_int_eq(td_change(&t, root, TD_ADD, "one", td_ino(1000)), 0);
+	ck_assert_int_eq(td_change(&t, root, TD_ADD, "two", td_ino(1001)), 0);
 	pthread_rwlock_rdlock(&root->lock);
 	ck_assert_int_eq(mqfs_extent_map(t.fs, root, 0, 1, &m), 0);
 	pthread_rwlock_unlock(&root->lock);
@@ -381,7 +381,7 @@ START_TEST(test_dir_corrupt_record)
 	raw = t_fs_raw_block(&t, m.pblk);
 	hdr = (struct mqfs_blk_hdr *)raw;
 	de = (struct mqfs_dirent *)(raw + MQFS_HDR_SIZE);
-	ck_assert_uint_eq(de->ino, 1000);
+	ck_assert_uint_eq(de->ino, td_ino(1000));
 	de->rec_len = 4000;		/* overlaps "two" */
 	mqfs_blk_seal(raw, MQFS_T_DIR, m.pblk, hdr->gen);
 	t.mount.errors = MQFS_ERRORS_CONTINUE;
@@ -390,6 +390,7 @@ START_TEST(test_dir_corrupt_record)
 	ck_assert_int_eq(td_lookup(&t, root, "two", &ino, NULL), -EUCLEAN);
 	ck_assert_ptr_null(root->dir_index);
 	mqfs_iput(t.fs, root);
+	t_fs_unmount_unclean(&t);
 	t_fs_destroy(&t);
 }
 END_TEST

@@ -32,6 +32,27 @@ START_TEST(test_layout_sizes)
 }
 END_TEST
 
+/*
+ * -N on a size whose short last AG is cut off: the inodes asked for
+ * still all fit (16 GiB with a million inodes was refused with EINVAL).
+ */
+START_TEST(test_layout_inodes_after_cut)
+{
+	struct mqfs_mkfs_opts o = { .inodes = 1000000 };
+	uint64_t blocks = (16ull << 30) / MQFS_BLOCK_SIZE;
+	struct mqfs_layout l;
+
+	ck_assert_int_eq(mqfs_layout_compute(blocks, &o, &l), 0);
+	ck_assert_uint_lt(l.block_count, blocks);	/* the cut happened */
+	ck_assert_uint_ge((uint64_t)l.inodes_per_ag * l.ag_count, o.inodes);
+	ck_assert_uint_eq(l.itable_blocks * MQFS_INODES_PER_BLOCK,
+			  l.inodes_per_ag);
+	o.inodes = 2200000;
+	ck_assert_int_eq(mqfs_layout_compute(blocks, &o, &l), 0);
+	ck_assert_uint_ge((uint64_t)l.inodes_per_ag * l.ag_count, o.inodes);
+}
+END_TEST
+
 START_TEST(test_layout_rejects)
 {
 	struct mqfs_mkfs_opts o = { 0 };
@@ -200,6 +221,7 @@ static Suite *super_suite(void)
 	TCase *tc = tcase_create("core");
 
 	tcase_add_loop_test(tc, test_layout_sizes, 0, 10);
+	tcase_add_test(tc, test_layout_inodes_after_cut);
 	tcase_add_test(tc, test_layout_rejects);
 	tcase_add_test(tc, test_mount_states);
 	tcase_add_test(tc, test_mount_refuses_bad_super);
