@@ -5,6 +5,7 @@ EXTRA_DIST += \
 	contrib/bench/compare \
 	contrib/bench/cpu-per-req \
 	contrib/bench/dontcache \
+	contrib/bench/inode-memory \
 	contrib/bench/fs-vs-raw \
 	contrib/bench/meta \
 	contrib/bench/uring-vs-fio \

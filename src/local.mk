@@ -24,10 +24,12 @@ libmqfs_a_SOURCES += \
 	%reldir%/fs/fsck_repair.c \
 	%reldir%/fs/inode.c \
 	%reldir%/fs/journal.c \
+	%reldir%/fs/lookups.c \
 	%reldir%/fs/mkfs.c \
 	%reldir%/fs/namei.c \
 	%reldir%/fs/readahead.c \
 	%reldir%/fs/sbcheck.c \
+	%reldir%/fs/slab.c \
 	%reldir%/fs/super.c \
 	%reldir%/fs/wback.c \
 	%reldir%/fs/xattr.c

@@ -47,6 +47,8 @@ struct mqfs_bcache {
 	uint64_t max_blocks;
 	uint64_t nr;			/* buffers in the hash */
 	uint64_t hits, misses;
+	/* Headers and blocks churn with every eviction: not malloc's. */
+	struct mqfs_slab heads, blocks;
 };
 
 static const char *const bc_type_names[MQFS_T_COUNT] = {
@@ -80,17 +82,19 @@ static struct mqfs_bcache *buf_cache(struct mqfs_buf *b)
 
 static struct mqfs_buf *buf_alloc(struct mqfs_bcache *c, uint64_t blocknr)
 {
-	struct bc_buf *bb = calloc(1, sizeof(*bb));
+	struct bc_buf *bb = mqfs_slab_alloc(&c->heads);
 	struct mqfs_buf *b;
 
 	if (!bb)
 		return NULL;
+	memset(bb, 0, sizeof(*bb));
 	b = &bb->b;
-	b->data = mqfs_alloc_blocks_mem(1);
+	b->data = mqfs_slab_alloc(&c->blocks);
 	if (!b->data) {
-		free(bb);
+		mqfs_slab_free(&c->heads, bb);
 		return NULL;
 	}
+	memset(b->data, 0, MQFS_BLOCK_SIZE);
 	bb->c = c;
 	b->blocknr = blocknr;
 	pthread_mutex_init(&b->lock, NULL);
@@ -103,9 +107,11 @@ static struct mqfs_buf *buf_alloc(struct mqfs_bcache *c, uint64_t blocknr)
 
 static void buf_free(struct mqfs_buf *b)
 {
+	struct mqfs_bcache *c = buf_cache(b);
+
 	pthread_mutex_destroy(&b->lock);
-	free(b->data);
-	free(mq_container_of(b, struct bc_buf, b));
+	mqfs_slab_free(&c->blocks, b->data);
+	mqfs_slab_free(&c->heads, mq_container_of(b, struct bc_buf, b));
 }
 
 /* Free buffers collected (through their lru link) by the caller. */
@@ -214,6 +220,8 @@ int mqfs_bcache_create(struct mqfs_fs *fs, uint64_t max_bytes)
 		free(c);
 		return -ENOMEM;
 	}
+	mqfs_slab_init(&c->heads, sizeof(struct bc_buf), 64);
+	mqfs_slab_init(&c->blocks, MQFS_BLOCK_SIZE, MQFS_BLOCK_SIZE);
 	c->fs = fs;
 	mq_lock_init_short(&c->lock);
 	pthread_cond_init(&c->io_done, NULL);
@@ -252,6 +260,8 @@ void mqfs_bcache_destroy(struct mqfs_fs *fs)
 	MQ_ASSERT(c->nr == 0);
 	pthread_cond_destroy(&c->io_done);
 	pthread_mutex_destroy(&c->lock);
+	mqfs_slab_destroy(&c->blocks);
+	mqfs_slab_destroy(&c->heads);
 	free(c->hash);
 	free(c);
 	fs->bcache = NULL;

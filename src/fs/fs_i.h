@@ -104,6 +104,22 @@ const char *mqfs_jcopy_why_bad(const struct mqfs_super *sb, uint64_t dev_blocks,
 /* The reasons a sealed copy of the transaction is corrupt, not torn. */
 bool mqfs_jcopy_corrupt(const char *why);
 
+/* ---- fixed-size objects of the churning caches (slab.c) ---------------- */
+
+struct mqfs_slab {
+	pthread_mutex_t lock;
+	size_t size;			/* of an object, rounded to its align */
+	void *free;			/* free objects, linked in place */
+	void *chunks;			/* mapped chunks, linked by slot 0 */
+	size_t nr_chunks, in_use;
+};
+/* Objects of @size at @align (a power of two, at most 4096). */
+int mqfs_slab_init(struct mqfs_slab *s, size_t size, size_t align);
+void *mqfs_slab_alloc(struct mqfs_slab *s);	/* not zeroed; NULL */
+void mqfs_slab_free(struct mqfs_slab *s, void *p);
+/* Every object must be free already. */
+void mqfs_slab_destroy(struct mqfs_slab *s);
+
 /* ---- block I/O helpers (bio.c) ----------------------------------------- */
 
 static inline uint64_t mqfs_blk_to_sector(uint64_t blk)
@@ -341,7 +357,26 @@ struct mqfs_ino {
 	struct mqfs_ino *hash_next;
 };
 
+/*
+ * Lookup counts of inodes the kernel holds and the inode cache evicted
+ * (lookups.c); the caller serialises (the icache lock).
+ */
+struct mqfs_lookups {
+	struct { uint64_t ino, nlookup; } *slot;	/* ino 0: empty */
+	size_t nslots, count;			/* nslots a power of two */
+};
+/* Add @nlookup to @ino's count; 0 or -ENOMEM (nothing changed). */
+int mqfs_lookups_add(struct mqfs_lookups *t, uint64_t ino, uint64_t nlookup);
+/* Remove @ino and return its count (0: not there). */
+uint64_t mqfs_lookups_take(struct mqfs_lookups *t, uint64_t ino);
+/* Forget @nlookup of @ino's (*had: what it had); false if not there. */
+bool mqfs_lookups_forget(struct mqfs_lookups *t, uint64_t ino,
+			 uint64_t nlookup, uint64_t *had);
+void mqfs_lookups_free(struct mqfs_lookups *t);
+
 int mqfs_icache_create(struct mqfs_fs *fs);
+/* Inodes cached, and evicted ones whose lookups alone are kept. */
+void mqfs_icache_counts(struct mqfs_fs *fs, size_t *cached, size_t *held);
 void mqfs_icache_destroy(struct mqfs_fs *fs);
 /* Get the in-core inode (reading it if needed); -ENOENT if free. */
 int mqfs_iget(struct mqfs_fs *fs, uint64_t ino, struct mqfs_ino **out);

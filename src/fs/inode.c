@@ -5,11 +5,16 @@
  *
  * The cache: one hash by inode number under one mutex (the icache lock,
  * after the AG locks and before buffer locks in the lock order).  An
- * inode stays cached while anything refers to it: calls in progress
- * (refcount), FUSE lookups not yet forgotten (nlookup), open files
- * (open_count).  Once all three are zero it goes on an LRU list of
- * unused inodes, bounded by meta_cache_bytes / IC_BYTES_PER_UNUSED
- * (65536 with the default 32 MiB); beyond that the oldest are freed.
+ * inode stays cached while a call uses it (refcount) or a file is open
+ * (open_count).  Once both are zero it goes on an LRU list of idle
+ * inodes, bounded by meta_cache_bytes / IC_BYTES_PER_UNUSED (about
+ * 54,000 with the default 32 MiB); beyond that the oldest are freed.
+ * One the kernel still holds (FUSE lookups not forgotten, nlookup)
+ * leaves only its count behind, in c->held (lookups.c: some 30 bytes,
+ * not a 600-byte inode), and gets it back when it is read again; while
+ * its record is read a placeholder is hashed (ic_load), so there is
+ * never a second, older copy.  An unlinked one
+ * the kernel holds is never evicted: its last forget deletes it.
  *
  * Deletion: when the last of those counts drops on an inode with no
  * links left, the thread that dropped it frees the data (file.c), the
@@ -37,7 +42,8 @@
 #include "fs_i.h"
 
 #define IC_BUCKETS_MIN		1024u
-#define IC_BYTES_PER_UNUSED	512u	/* about one struct ic_ent */
+/* What one idle inode costs: its entry in the slab (64-byte aligned). */
+#define IC_BYTES_PER_UNUSED	((sizeof(struct ic_ent) + 63u) & ~63u)
 #define IC_UNUSED_MIN		16u
 /*
  * Deleting an inode in one handle: xattr block freed (2), orphan list
@@ -54,7 +60,9 @@ struct ic_ent {
 	struct mqfs_ino ip;
 	struct mq_list_head lru;	/* on icache->lru while unused */
 	bool hashed;			/* findable by number */
+	bool loading;			/* its record is being read */
 	bool dying;			/* one thread is deleting it */
+	int load_err;			/* why the read failed */
 	uint8_t orphan;			/* IC_ORPH_*, under fs->sb_lock */
 };
 
@@ -63,8 +71,11 @@ struct mqfs_icache {
 	struct mqfs_ino **hash;
 	size_t nbuckets;		/* a power of two */
 	size_t nr_cached;
-	struct mq_list_head lru;	/* unused inodes, oldest first */
+	struct mq_list_head lru;	/* idle inodes, oldest first */
 	size_t nr_unused, max_unused;
+	struct mqfs_lookups held;	/* lookups of evicted inodes */
+	struct mqfs_slab ents;		/* the ic_ents: they churn */
+	pthread_cond_t loaded;		/* an entry stopped loading */
 	/* Inodes whose times changed in memory only, by lazy_link. */
 	pthread_mutex_t lazy_lock;
 	struct mq_list_head lazy;
@@ -93,19 +104,22 @@ static inline struct ic_ent *ic_ent(struct mqfs_ino *ip)
 	return mq_container_of(ip, struct ic_ent, ip);
 }
 
-static inline bool ic_unused(const struct mqfs_ino *ip)
+/* No call and no open file uses it: it may wait on the LRU list. */
+static inline bool ic_idle(const struct mqfs_ino *ip)
 {
-	return !ip->refcount && !ip->nlookup && !ip->open_count;
+	return !ip->refcount && !ip->open_count;
 }
+
 
 /* ---- entries ----------------------------------------------------------- */
 
-static struct ic_ent *ic_alloc(uint64_t ino)
+static struct ic_ent *ic_alloc(struct mqfs_icache *c, uint64_t ino)
 {
-	struct ic_ent *e = calloc(1, sizeof(*e));
+	struct ic_ent *e = mqfs_slab_alloc(&c->ents);
 
 	if (!e)
 		return NULL;
+	memset(e, 0, sizeof(*e));
 	e->ip.ino = ino;
 	pthread_rwlock_init(&e->ip.lock, NULL);
 	pthread_mutex_init(&e->ip.meta_lock, NULL);
@@ -115,23 +129,23 @@ static struct ic_ent *ic_alloc(uint64_t ino)
 	return e;
 }
 
-static void ic_free(struct ic_ent *e)
+static void ic_free(struct mqfs_icache *c, struct ic_ent *e)
 {
 	if (e->ip.dir_index)
 		mqfs_dir_index_free(&e->ip);
 	mq_inflight_destroy(&e->ip.dio);
 	pthread_mutex_destroy(&e->ip.meta_lock);
 	pthread_rwlock_destroy(&e->ip.lock);
-	free(e);
+	mqfs_slab_free(&c->ents, e);
 }
 
-static void ic_free_list(struct mq_list_head *list)
+static void ic_free_list(struct mqfs_icache *c, struct mq_list_head *list)
 {
 	struct ic_ent *e;
 
 	mq_list_for_each_entry_safe(e, list, lru) {
 		mq_list_del_init(&e->lru);
-		ic_free(e);
+		ic_free(c, e);
 	}
 }
 
@@ -335,9 +349,21 @@ static void ic_hold_locked(struct mqfs_icache *c, struct mqfs_ino *ip)
 }
 
 /*
- * An inode became unused: to the LRU, evicting the oldest past the bound.
- * One whose times are only in memory is passed by (to the LRU's tail):
- * the next commit writes it, and a later park evicts it.
+ * May @e go now?  Not while its times are only in memory (the next
+ * commit writes them, a later park evicts it), nor while its lookups
+ * cannot be kept in c->held (no memory).
+ */
+static bool ic_may_evict_locked(struct mqfs_icache *c, struct ic_ent *e)
+{
+	if (atomic_load(&e->ip.lazy) != IC_LAZY_CLEAN)
+		return false;
+	return !e->ip.nlookup ||
+	       !mqfs_lookups_add(&c->held, e->ip.ino, e->ip.nlookup);
+}
+
+/*
+ * An inode became idle: to the LRU, evicting the oldest past the bound;
+ * one that may not go yet is passed by (to the LRU's tail).
  */
 static void ic_park_locked(struct mqfs_icache *c, struct mqfs_ino *ip,
 			   struct mq_list_head *victims)
@@ -351,7 +377,7 @@ static void ic_park_locked(struct mqfs_icache *c, struct mqfs_ino *ip,
 							 struct ic_ent, lru);
 
 		mq_list_del_init(&old->lru);
-		if (atomic_load(&old->ip.lazy) != IC_LAZY_CLEAN) {
+		if (!ic_may_evict_locked(c, old)) {
 			mq_list_add_tail(&old->lru, &c->lru);
 			passed++;
 			continue;
@@ -379,12 +405,24 @@ int mqfs_icache_create(struct mqfs_fs *fs)
 		return -ENOMEM;
 	}
 	c->max_unused = MQ_MAX(bytes / IC_BYTES_PER_UNUSED, IC_UNUSED_MIN);
+	mqfs_slab_init(&c->ents, sizeof(struct ic_ent), 64);
 	pthread_mutex_init(&c->lock, NULL);
+	pthread_cond_init(&c->loaded, NULL);
 	pthread_mutex_init(&c->lazy_lock, NULL);
 	mq_list_init(&c->lru);
 	mq_list_init(&c->lazy);
 	fs->icache = c;
 	return 0;
+}
+
+void mqfs_icache_counts(struct mqfs_fs *fs, size_t *cached, size_t *held)
+{
+	struct mqfs_icache *c = fs->icache;
+
+	pthread_mutex_lock(&c->lock);
+	*cached = c->nr_cached;
+	*held = c->held.count;
+	pthread_mutex_unlock(&c->lock);
 }
 
 /* ---- inode records ---------------------------------------------------------- */
@@ -484,49 +522,89 @@ int mqfs_inode_dirty(struct mqfs_handle *h, struct mqfs_ino *ip)
 
 /* ---- get / put ------------------------------------------------------------ */
 
+static void ic_put(struct mqfs_fs *fs, struct mqfs_ino *ip, bool may_delete);
+
+/*
+ * Hold cached @ip and wait until its record is in: 0, or the reader's
+ * error (the entry is unhashed then; the caller drops its reference).
+ */
+static int ic_hold_loaded_locked(struct mqfs_icache *c, struct mqfs_ino *ip)
+{
+	struct ic_ent *e = ic_ent(ip);
+
+	ic_hold_locked(c, ip);
+	while (e->loading)
+		pthread_cond_wait(&c->loaded, &c->lock);
+	return e->load_err;
+}
+
+/*
+ * A hashed placeholder while the record is read, so that no second copy
+ * of the inode can exist: an inode evicted and changed by another thread
+ * meanwhile would otherwise come back with the record read before.
+ */
+static int ic_load(struct mqfs_fs *fs, struct ic_ent *e)
+{
+	struct mqfs_icache *c = fs->icache;
+	struct mqfs_ino *ip = &e->ip;
+	int err = ic_read_record(fs, ip->ino, &ip->d);
+
+	if (!err && ip->d.orphan_next)
+		e->orphan = IC_ORPH_ON;
+	pthread_mutex_lock(&c->lock);
+	e->loading = false;
+	e->load_err = err;
+	if (err) {
+		ic_unhash_locked(c, ip);
+		if (ip->nlookup &&
+		    mqfs_lookups_add(&c->held, ip->ino, ip->nlookup))
+			fprintf(stderr, "mqfs: inode %" PRIu64 ": lookups "
+				"lost (no memory)\n", ip->ino);
+		ip->nlookup = 0;
+	}
+	pthread_cond_broadcast(&c->loaded);
+	pthread_mutex_unlock(&c->lock);
+	return err;
+}
+
 int mqfs_iget(struct mqfs_fs *fs, uint64_t ino, struct mqfs_ino **out)
 {
 	struct mqfs_icache *c = fs->icache;
 	struct mqfs_ino *ip;
-	struct ic_ent *e;
+	struct ic_ent *e = NULL;
 	int err;
 
 	*out = NULL;
 	if (!ino || ino > fs->inode_count)
 		return -ENOENT;
-	pthread_mutex_lock(&c->lock);
-	ip = ic_find_locked(c, ino);
-	if (ip)
-		ic_hold_locked(c, ip);
-	pthread_mutex_unlock(&c->lock);
-	if (ip) {
-		*out = ip;
-		return 0;
+	for (;;) {
+		pthread_mutex_lock(&c->lock);
+		ip = ic_find_locked(c, ino);
+		if (ip || e)
+			break;
+		pthread_mutex_unlock(&c->lock);
+		e = ic_alloc(c, ino);
+		if (!e)
+			return -ENOMEM;
 	}
-	e = ic_alloc(ino);
-	if (!e)
-		return -ENOMEM;
-	err = ic_read_record(fs, ino, &e->ip.d);
-	if (err) {
-		ic_free(e);
-		return err;
-	}
-	if (e->ip.d.orphan_next)
-		e->orphan = IC_ORPH_ON;
-	pthread_mutex_lock(&c->lock);
-	/* Another thread may have read it meanwhile: theirs wins. */
-	ip = ic_find_locked(c, ino);
 	if (ip) {
-		ic_hold_locked(c, ip);
+		err = ic_hold_loaded_locked(c, ip);
+		pthread_mutex_unlock(&c->lock);
+		if (e)
+			ic_free(c, e);
 	} else {
 		ip = &e->ip;
 		ip->refcount = 1;
+		ip->nlookup = mqfs_lookups_take(&c->held, ino);
+		e->loading = true;
 		ic_insert_locked(c, ip);
-		e = NULL;
+		pthread_mutex_unlock(&c->lock);
+		err = ic_load(fs, e);
 	}
-	pthread_mutex_unlock(&c->lock);
-	if (e)
-		ic_free(e);
+	if (err) {
+		ic_put(fs, ip, false);		/* unhashed: freed at the last */
+		return err;
+	}
 	*out = ip;
 	return 0;
 }
@@ -547,7 +625,8 @@ static void ic_put(struct mqfs_fs *fs, struct mqfs_ino *ip, bool may_delete)
 	pthread_mutex_lock(&c->lock);
 	MQ_ASSERT(ip->refcount > 0);
 	ip->refcount--;
-	if (!ic_unused(ip)) {
+	/* An unlinked inode the kernel holds waits, cached, for its forget. */
+	if (!ic_idle(ip) || (ip->nlookup && !ip->d.nlink && e->hashed)) {
 		pthread_mutex_unlock(&c->lock);
 		return;
 	}
@@ -558,7 +637,7 @@ static void ic_put(struct mqfs_fs *fs, struct mqfs_ino *ip, bool may_delete)
 		 */
 		pthread_mutex_unlock(&c->lock);
 		ic_lazy_drop(c, ip);
-		ic_free(e);
+		ic_free(c, e);
 		return;
 	}
 	if (e->dying) {
@@ -574,7 +653,7 @@ static void ic_put(struct mqfs_fs *fs, struct mqfs_ino *ip, bool may_delete)
 	}
 	ic_park_locked(c, ip, &victims);
 	pthread_mutex_unlock(&c->lock);
-	ic_free_list(&victims);
+	ic_free_list(c, &victims);
 }
 
 void mqfs_iput(struct mqfs_fs *fs, struct mqfs_ino *ip)
@@ -595,7 +674,7 @@ static void ic_unhash_put(struct mqfs_fs *fs, struct ic_ent *e)
 	pthread_mutex_unlock(&c->lock);
 	ic_lazy_drop(c, &e->ip);
 	if (last)
-		ic_free(e);
+		ic_free(c, e);
 }
 
 void mqfs_ino_lookup_inc(struct mqfs_fs *fs, struct mqfs_ino *ip)
@@ -626,9 +705,20 @@ void mqfs_forget(struct mqfs_fs *fs, uint64_t ino, uint64_t nlookup)
 	struct mqfs_icache *c = fs->icache;
 	struct mqfs_ino *ip;
 
+	uint64_t had;
+
 	pthread_mutex_lock(&c->lock);
 	ip = ic_find_locked(c, ino);
 	if (!ip) {
+		/* Evicted: only its count is left (and no deletion waits). */
+		if (mqfs_lookups_forget(&c->held, ino, nlookup, &had)) {
+			pthread_mutex_unlock(&c->lock);
+			if (nlookup > had)
+				fprintf(stderr, "mqfs: inode %" PRIu64 ": "
+					"forget %" PRIu64 " of %" PRIu64
+					" lookups\n", ino, nlookup, had);
+			return;
+		}
 		pthread_mutex_unlock(&c->lock);
 		fprintf(stderr, "mqfs: inode %" PRIu64 ": forget of an inode "
 			"that is not cached\n", ino);
@@ -662,6 +752,24 @@ static uint64_t ic_next_generation(struct mqfs_handle *h)
 	return gen;
 }
 
+/*
+ * Is free inode @ino cached?  A stale lookup of the number may be
+ * reading its (free) record right now: wait for that read to fail.
+ */
+static bool ic_find_new_slot_locked(struct mqfs_fs *fs, uint64_t ino)
+{
+	struct mqfs_icache *c = fs->icache;
+	struct mqfs_ino *ip;
+
+	while ((ip = ic_find_locked(c, ino)) && ic_ent(ip)->loading) {
+		(void)ic_hold_loaded_locked(c, ip);
+		pthread_mutex_unlock(&c->lock);
+		ic_put(fs, ip, false);
+		pthread_mutex_lock(&c->lock);
+	}
+	return ip != NULL;
+}
+
 /* Credits: 2 (the superblock for inode_gen, the inode table block). */
 int mqfs_inew(struct mqfs_handle *h, uint64_t ino, mode_t mode, uid_t uid,
 	      gid_t gid, struct mqfs_ino **out)
@@ -676,7 +784,7 @@ int mqfs_inew(struct mqfs_handle *h, uint64_t ino, mode_t mode, uid_t uid,
 	*out = NULL;
 	if (!ino || ino > fs->inode_count || !(mode & S_IFMT))
 		return -EINVAL;
-	e = ic_alloc(ino);
+	e = ic_alloc(c, ino);
 	if (!e)
 		return -ENOMEM;
 	d = &e->ip.d;
@@ -691,12 +799,12 @@ int mqfs_inew(struct mqfs_handle *h, uint64_t ino, mode_t mode, uid_t uid,
 	e->orphan = IC_ORPH_OFF;
 	e->ip.refcount = 1;
 	pthread_mutex_lock(&c->lock);
-	dup = ic_find_locked(c, ino) != NULL;
+	dup = ic_find_new_slot_locked(fs, ino);
 	if (!dup)
 		ic_insert_locked(c, &e->ip);
 	pthread_mutex_unlock(&c->lock);
 	if (dup) {
-		ic_free(e);
+		ic_free(c, e);
 		mqfs_fs_error(fs, 0, "inode %" PRIu64 " allocated while in "
 			      "use", ino);
 		return -EUCLEAN;
@@ -825,8 +933,9 @@ out:
 
 static void ic_delete_unlinked(struct mqfs_fs *fs)
 {
+	struct mqfs_icache *c = fs->icache;
 	struct ic_ent **v;
-	size_t n = ic_collect_unlinked(fs->icache, &v);
+	size_t n = ic_collect_unlinked(c, &v);
 
 	for (size_t i = 0; i < n; i++) {
 		struct ic_ent *e = v[i];
@@ -835,7 +944,7 @@ static void ic_delete_unlinked(struct mqfs_fs *fs)
 		if (e->ip.refcount > 1)
 			fprintf(stderr, "mqfs: inode %" PRIu64 ": still "
 				"referenced at teardown\n", e->ip.ino);
-		ic_free(e);
+		ic_free(c, e);
 	}
 	free(v);
 }
@@ -859,14 +968,17 @@ void mqfs_icache_destroy(struct mqfs_fs *fs)
 			if (ip->refcount || ip->open_count)
 				held++;
 			c->hash[i] = ip->hash_next;
-			ic_free(ic_ent(ip));
+			ic_free(c, ic_ent(ip));
 		}
 	}
 	if (held)
 		fprintf(stderr, "mqfs: icache: %u inodes still referenced "
 			"or open at teardown\n", held);
 	pthread_mutex_destroy(&c->lazy_lock);
+	pthread_cond_destroy(&c->loaded);
 	pthread_mutex_destroy(&c->lock);
+	mqfs_lookups_free(&c->held);
+	mqfs_slab_destroy(&c->ents);
 	free(c->hash);
 	free(c);
 	fs->icache = NULL;

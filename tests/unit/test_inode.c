@@ -539,13 +539,82 @@ START_TEST(test_icache_lru_bound)
 }
 END_TEST
 
+/*
+ * Inodes the kernel holds (nlookup) but nobody uses are evicted past the
+ * LRU bound, leaving only their counts: each comes back with its count,
+ * forgets of evicted ones work, and an unlinked one the kernel holds
+ * stays cached until its last forget deletes it.
+ */
+START_TEST(test_icache_evicts_looked_up)
+{
+	enum { N = 1500 };
+	struct t_fs t;
+	struct mqfs_ino *ip, *u;
+	uint64_t *inos = calloc(N, sizeof(*inos)), uino;
+	size_t cached, held;
+
+	t_fs_make(&t, T_SIZE);
+	t_fs_unmount(&t);
+	t.mount.meta_cache_bytes = 64 << 10;	/* 128 idle inodes */
+	t_fs_mount(&t);
+	uino = t_new(t.fs, S_IFREG | 0644, &u);
+	mqfs_ino_lookup_inc(t.fs, u);
+	t_unlink(t.fs, u, true);
+	mqfs_iput(t.fs, u);			/* u stays: the kernel has it */
+	for (int i = 0; i < N; i++) {
+		inos[i] = t_new(t.fs, S_IFREG | 0644, &ip);
+		for (int k = 0; k <= i % 3; k++)
+			mqfs_ino_lookup_inc(t.fs, ip);
+		mqfs_iput(t.fs, ip);
+	}
+	mqfs_icache_counts(t.fs, &cached, &held);
+	ck_assert_uint_le(cached, 200);
+	ck_assert_uint_ge(held, N - 200);
+	for (int i = 0; i < N; i += 7) {
+		ck_assert_int_eq(mqfs_iget(t.fs, inos[i], &ip), 0);
+		ck_assert_uint_eq(ip->nlookup, (uint64_t)(i % 3 + 1));
+		mqfs_iput(t.fs, ip);
+	}
+	for (int i = 0; i < N; i++)
+		mqfs_forget(t.fs, inos[i], (uint64_t)(i % 3 + 1));
+	for (int i = 0; i < N; i += 11) {
+		ck_assert_int_eq(mqfs_iget(t.fs, inos[i], &ip), 0);
+		ck_assert_uint_eq(ip->nlookup, 0);
+		mqfs_iput(t.fs, ip);
+	}
+	ck_assert(t_ino_used(t.fs, uino));
+	mqfs_forget(t.fs, uino, 1);
+	ck_assert(!t_ino_used(t.fs, uino));
+	free(inos);
+	t_fs_destroy(&t);
+}
+END_TEST
+
 #define T_IGET_THREADS	4
 
 struct t_igetter {
 	struct mqfs_fs *fs;
 	const uint64_t *inos;
 	int n, err;
+	bool change;			/* uid++ of each, journaled */
+	unsigned seed;
 };
+
+/* Bump @ip's uid in a handle of its own, as a chown would. */
+static int t_bump_uid(struct mqfs_fs *fs, struct mqfs_ino *ip)
+{
+	struct mqfs_handle h;
+	int err = mqfs_trans_start(fs, 1, &h), err2;
+
+	if (err)
+		return err;
+	pthread_rwlock_wrlock(&ip->lock);
+	ip->d.uid++;
+	err = mqfs_inode_dirty(&h, ip);
+	pthread_rwlock_unlock(&ip->lock);
+	err2 = mqfs_trans_stop(&h);
+	return err ? err : err2;
+}
 
 static void *t_iget_main(void *arg)
 {
@@ -553,13 +622,16 @@ static void *t_iget_main(void *arg)
 
 	for (int r = 0; r < 200 && !g->err; r++) {
 		for (int i = 0; i < g->n; i++) {
+			int k = g->change ? (int)(rand_r(&g->seed) % g->n) : i;
 			struct mqfs_ino *ip;
 
-			g->err = mqfs_iget(g->fs, g->inos[i], &ip);
+			g->err = mqfs_iget(g->fs, g->inos[k], &ip);
 			if (g->err)
 				break;
-			if (ip->ino != g->inos[i])
+			if (ip->ino != g->inos[k])
 				g->err = -EINVAL;
+			if (!g->err && g->change)
+				g->err = t_bump_uid(g->fs, ip);
 			mqfs_iput(g->fs, ip);
 		}
 	}
@@ -596,6 +668,51 @@ START_TEST(test_iget_threads)
 	ck_assert_int_eq(mqfs_iget(t.fs, inos[N - 1], &ip), 0);
 	ck_assert_uint_eq(ip->refcount, 1);
 	mqfs_iput(t.fs, ip);
+	t_fs_destroy(&t);
+}
+END_TEST
+
+/*
+ * Threads changing inodes the kernel holds while the cache evicts them
+ * (only their lookups stay): no change is lost, so no thread ever works
+ * on a second, older copy of an inode read while another was changed.
+ */
+START_TEST(test_iget_change_evicted)
+{
+	enum { N = 48 };
+	struct t_igetter g[T_IGET_THREADS];
+	pthread_t th[T_IGET_THREADS];
+	struct t_fs t;
+	struct mqfs_ino *ip;
+	uint64_t inos[N], total = 0;
+
+	t_fs_make(&t, T_SIZE);
+	t_fs_unmount(&t);
+	t.mount.meta_cache_bytes = 8 << 10;	/* the minimum: 16 idle */
+	t_fs_mount(&t);
+	for (int i = 0; i < N; i++) {
+		inos[i] = t_new(t.fs, S_IFREG | 0644, &ip);
+		mqfs_ino_lookup_inc(t.fs, ip);
+		mqfs_iput(t.fs, ip);
+	}
+	for (int i = 0; i < T_IGET_THREADS; i++) {
+		g[i] = (struct t_igetter){ .fs = t.fs, .inos = inos, .n = N,
+					   .change = true, .seed = 7u + i };
+		ck_assert_int_eq(pthread_create(&th[i], NULL, t_iget_main,
+						&g[i]), 0);
+	}
+	for (int i = 0; i < T_IGET_THREADS; i++) {
+		pthread_join(th[i], NULL);
+		ck_assert_int_eq(g[i].err, 0);
+	}
+	for (int i = 0; i < N; i++) {
+		ck_assert_int_eq(mqfs_iget(t.fs, inos[i], &ip), 0);
+		ck_assert_uint_eq(ip->nlookup, 1);
+		total += ip->d.uid - 1000;
+		mqfs_iput(t.fs, ip);
+		mqfs_forget(t.fs, inos[i], 1);
+	}
+	ck_assert_uint_eq(total, (uint64_t)T_IGET_THREADS * 200 * N);
 	t_fs_destroy(&t);
 }
 END_TEST
@@ -668,6 +785,8 @@ static Suite *inode_suite(void)
 	tcase_add_test(tc, test_setattr);
 	tcase_add_test(tc, test_open_trunc_readonly);
 	tcase_add_test(tc, test_icache_lru_bound);
+	tcase_add_test(tc, test_icache_evicts_looked_up);
+	tcase_add_test(tc, test_iget_change_evicted);
 	tcase_add_test(tc, test_iget_threads);
 	tcase_add_test(tc, test_locks_and_dio);
 	suite_add_tcase(s, tc);
