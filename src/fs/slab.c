@@ -37,6 +37,21 @@ int mqfs_slab_init(struct mqfs_slab *s, size_t size, size_t align)
 	return 0;
 }
 
+#if defined(__SANITIZE_ADDRESS__)
+void *mqfs_slab_alloc(struct mqfs_slab *s)
+{
+	void *p = NULL;
+
+	return posix_memalign(&p, s->size >= 4096 ? 4096 : sizeof(void *) * 2,
+			      s->size) ? NULL : p;
+}
+
+void mqfs_slab_free(struct mqfs_slab *s, void *p)
+{
+	(void)s;
+	free(p);
+}
+#else
 /* Map a chunk: slot 0 links it to the others, the rest go free. */
 static int slab_grow_locked(struct mqfs_slab *s)
 {
@@ -58,21 +73,6 @@ static int slab_grow_locked(struct mqfs_slab *s)
 	return 0;
 }
 
-#if defined(__SANITIZE_ADDRESS__)
-void *mqfs_slab_alloc(struct mqfs_slab *s)
-{
-	void *p = NULL;
-
-	return posix_memalign(&p, s->size >= 4096 ? 4096 : sizeof(void *) * 2,
-			      s->size) ? NULL : p;
-}
-
-void mqfs_slab_free(struct mqfs_slab *s, void *p)
-{
-	(void)s;
-	free(p);
-}
-#else
 void *mqfs_slab_alloc(struct mqfs_slab *s)
 {
 	void **obj;
