@@ -20,7 +20,8 @@ FUSE_INTEGRATION_TESTS = \
 	tests/integration/sqlite.sh \
 	tests/integration/interrupt.sh \
 	tests/integration/killpriv.sh \
-	tests/integration/exclusive.sh
+	tests/integration/exclusive.sh \
+	tests/integration/crash.sh
 
 TESTS += $(FUSE_INTEGRATION_TESTS)
 EXTRA_DIST += $(FUSE_INTEGRATION_TESTS) tests/integration/lib.sh \
@@ -31,3 +32,11 @@ EXTRA_DIST += $(FUSE_INTEGRATION_TESTS) tests/integration/lib.sh \
 	contrib/fio/verify-direct-1file-4k-qd8-8jobs.fio \
 	contrib/fio/randread-4k-qd32.fio \
 	contrib/fio/seqwrite-1m-qd8.fio
+
+# The kill -9 campaign: crash.sh with 50 kills per cache mode (about
+# 8 minutes on 2 cores); make check runs 3 per mode.
+check-crash: all
+	CRASH_ROUNDS=$${CRASH_ROUNDS:-50} top_srcdir='$(top_srcdir)' \
+		top_builddir='$(top_builddir)' \
+		$(SHELL) $(top_srcdir)/tests/integration/crash.sh
+.PHONY: check-crash
