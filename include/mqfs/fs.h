@@ -204,6 +204,15 @@ void mqfs_read(struct mqfs_fs *fs, struct mqfs_file *f, uint64_t off,
  */
 int mqfs_file_kill_priv(struct mqfs_fs *fs, struct mqfs_file *f, bool suid);
 /*
+ * A front end with its own write-back cache (FUSE's, under cache=kernel)
+ * could not write back data of @f's inode (@err: -ENOSPC, -EFBIG, -EIO):
+ * the write(2) that cached it has long returned.  The error is kept for
+ * the inode's next writer: mqfs_file_take_cache_error gives it once, to
+ * a handle open for writing, and 0 otherwise.
+ */
+void mqfs_file_set_cache_error(struct mqfs_file *f, int err);
+int mqfs_file_take_cache_error(struct mqfs_file *f);
+/*
  * Asynchronous write.  @data must stay valid and unchanged until both
  * mqfs_write has returned and @done has been called (in either order):
  * whole blocks at a 4 KiB-aligned @data are written to the device from

@@ -196,6 +196,19 @@ int mqfs_file_kill_priv(struct mqfs_fs *fs, struct mqfs_file *f, bool suid)
 	return err ? err : 1;
 }
 
+void mqfs_file_set_cache_error(struct mqfs_file *f, int err)
+{
+	atomic_store(&f->ip->cache_err, err);
+}
+
+int mqfs_file_take_cache_error(struct mqfs_file *f)
+{
+	if ((f->flags & O_ACCMODE) == O_RDONLY ||
+	    !atomic_load_explicit(&f->ip->cache_err, memory_order_relaxed))
+		return 0;
+	return atomic_exchange(&f->ip->cache_err, 0);
+}
+
 /* O_TRUNC: empty a regular file and set its times (lock exclusive). */
 static int attr_open_trunc(struct mqfs_fs *fs, struct mqfs_ino *ip)
 {

@@ -354,6 +354,9 @@ struct mqfs_ino {
 	_Atomic uint8_t policy;
 	/* security.capability: XA_CAPS_* (xattr.c); 0 until it looked. */
 	_Atomic uint8_t caps;
+	/* A write the front end's page cache lost, for its next writer
+	 * (attr.c, mqfs_file_take_cache_error): -errno or 0. */
+	atomic_int cache_err;
 	struct mqfs_ino *hash_next;
 };
 

@@ -8,18 +8,34 @@
  * buffered writers are throttled to a trickle of dirty pages long
  * before the device is busy (4k random writes at QD1: 15-60 % more with
  * the limits lifted, measured 2026-12-01).  mqfs is root's daemon on
- * root's device, so it sets its own: strict_limit 0 and max_ratio from
- * the bdi_max_ratio= option.  The bdi is "0:MINOR", the mount's device
- * number, read from /proc/self/mountinfo.
+ * root's device, so it sets its own "roomy" limits: strict_limit 0 and
+ * max_ratio from the bdi_max_ratio= option.
+ *
+ * The page cache takes a write(2) without asking the filesystem, so a
+ * write the filesystem has no room for fails only at write-back, after
+ * the writer was told it succeeded.  To keep that loss small the limit
+ * follows the free space: while the free space is less than the roomy
+ * limits let the kernel hold, strict_limit goes to 1 and max_bytes to
+ * the free space, rounded down (at least MQFS_BDI_MIN_CAP), so the
+ * dirty pages always fit and, once the
+ * filesystem is full, at most about MQFS_BDI_MIN_CAP of them can be
+ * lost (reported by write, fsync and close: ops.c).  The
+ * bdi is "0:MINOR", the mount's device number, read from
+ * /proc/self/mountinfo.
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 #include "fuse_i.h"
+
+/* How often the kernel's dirty threshold is read again (it moves with
+ * the memory in use). */
+#define BDI_THRESH_SECONDS	10
 
 /* mountinfo writes space, tab, newline and backslash as \ooo. */
 static void bdi_unescape(char *s)
@@ -62,13 +78,13 @@ static int bdi_find(const char *path, char *dev, size_t cap)
 	return ret;
 }
 
-static int bdi_write(const char *dev, const char *file, unsigned value)
+static int bdi_write(const char *dev, const char *file, uint64_t value)
 {
-	char path[128], val[16];
+	char path[128], val[32];
 	int fd, n, ret = 0;
 
 	snprintf(path, sizeof(path), "/sys/class/bdi/%s/%s", dev, file);
-	n = snprintf(val, sizeof(val), "%u\n", value);
+	n = snprintf(val, sizeof(val), "%" PRIu64 "\n", value);
 	fd = open(path, O_WRONLY | O_CLOEXEC);
 	if (fd < 0)
 		return -errno;
@@ -78,24 +94,161 @@ static int bdi_write(const char *dev, const char *file, unsigned value)
 	return ret;
 }
 
-void mqfs_bdi_set(const char *path, unsigned max_ratio, char *report,
-		  size_t cap)
+/*
+ * Bytes of dirty page cache the roomy limits let the mount hold: the
+ * global threshold (nr_dirty_threshold; a real-time writer may go a
+ * quarter over it), or its max_ratio share under the kernel's strict
+ * limits.  A guess of 1 GiB if vmstat cannot be read.
+ */
+static uint64_t bdi_roomy_bytes(unsigned max_ratio)
 {
-	char dev[32];
+	FILE *f = fopen("/proc/vmstat", "r");
+	uint64_t pages = 0, bytes = 1ull << 30;
+	char line[128];
+
+	if (f) {
+		while (fgets(line, sizeof(line), f))
+			if (sscanf(line, "nr_dirty_threshold %" SCNu64,
+				   &pages) == 1)
+				break;
+		fclose(f);
+	}
+	if (pages)
+		bytes = pages * (uint64_t)sysconf(_SC_PAGESIZE);
+	bytes += bytes / 4;
+	return max_ratio ? bytes : bytes / 100;
+}
+
+static uint64_t bdi_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+	return (uint64_t)ts.tv_sec;
+}
+
+/*
+ * The cap for @free_bytes: not above it, rounded down to a quarter of
+ * its power of two (four steps per doubling: few sysfs writes as the
+ * space goes), at least MQFS_BDI_MIN_CAP; or 0 for the roomy limits
+ * when they already keep the dirty pages below it.
+ */
+static uint64_t bdi_cap_for(struct mqfs_bdi *b, uint64_t free_bytes)
+{
+	uint64_t now = bdi_now(), step = MQFS_BDI_MIN_CAP;
+
+	if (now - atomic_load(&b->roomy_at) >= BDI_THRESH_SECONDS) {
+		atomic_store(&b->roomy, bdi_roomy_bytes(b->max_ratio));
+		atomic_store(&b->roomy_at, now);
+	}
+	if (free_bytes >= atomic_load(&b->roomy))
+		return 0;
+	if (free_bytes < 2 * MQFS_BDI_MIN_CAP)
+		return MQFS_BDI_MIN_CAP;
+	while (step <= free_bytes / 8)
+		step <<= 1;
+	return free_bytes / step * step;
+}
+
+/* Set the limits for @cap (as bdi_cap_for); @old is what is set now. */
+static int bdi_apply(struct mqfs_bdi *b, uint64_t old, uint64_t cap)
+{
+	int ret = 0;
+
+	if (cap) {
+		if (!old)
+			ret = bdi_write(b->dev, "strict_limit", 1);
+		if (!ret)
+			ret = bdi_write(b->dev, "max_bytes", cap);
+	} else if (b->max_ratio) {
+		ret = bdi_write(b->dev, "max_ratio", b->max_ratio);
+		if (!ret)
+			ret = bdi_write(b->dev, "strict_limit", 0);
+	} else {
+		ret = bdi_write(b->dev, "max_ratio", 1);	/* the kernel's */
+	}
+	return ret;
+}
+
+void mqfs_bdi_init(struct mqfs_bdi *b, unsigned max_ratio)
+{
+	memset(b, 0, sizeof(*b));
+	pthread_mutex_init(&b->lock, NULL);
+	b->max_ratio = max_ratio;
+	snprintf(b->error, sizeof(b->error), "not mounted");
+}
+
+void mqfs_bdi_attach(struct mqfs_bdi *b, const char *path)
+{
 	int ret;
 
-	if (!max_ratio) {
-		snprintf(report, cap, "kernel defaults kept");
-		return;
-	}
-	ret = bdi_find(path, dev, sizeof(dev));
-	if (!ret)
-		ret = bdi_write(dev, "strict_limit", 0);
-	if (!ret)
-		ret = bdi_write(dev, "max_ratio", max_ratio);
+	ret = bdi_find(path, b->dev, sizeof(b->dev));
+	if (!ret && b->max_ratio)
+		ret = bdi_apply(b, 1, 0);
+	pthread_mutex_lock(&b->lock);
 	if (ret)
-		snprintf(report, cap, "not set (%s)", strerror(-ret));
+		snprintf(b->error, sizeof(b->error), "not set (%s)",
+			 strerror(-ret));
 	else
-		snprintf(report, cap, "%s strict_limit=0 max_ratio=%u", dev,
-			 max_ratio);
+		b->error[0] = '\0';
+	pthread_mutex_unlock(&b->lock);
+	if (ret)
+		return;
+	atomic_store(&b->roomy_at, bdi_now() - BDI_THRESH_SECONDS);
+	atomic_store(&b->live, true);
+}
+
+void mqfs_bdi_follow(struct mqfs_bdi *b, uint64_t free_bytes)
+{
+	uint64_t cap, old;
+	int ret;
+
+	if (!atomic_load_explicit(&b->live, memory_order_relaxed))
+		return;
+	cap = bdi_cap_for(b, free_bytes);
+	if (cap == atomic_load_explicit(&b->cap, memory_order_relaxed) ||
+	    pthread_mutex_trylock(&b->lock))
+		return;		/* nothing to do, or another thread does it */
+	old = atomic_load(&b->cap);
+	if (cap != old && atomic_load(&b->live)) {
+		ret = bdi_apply(b, old, cap);
+		if (ret) {
+			fprintf(stderr, "mqfs: bdi %s: cannot set its limits "
+				"(%s): left as they are\n", b->dev,
+				strerror(-ret));
+			snprintf(b->error, sizeof(b->error),
+				 "stuck (%s)", strerror(-ret));
+			atomic_store(&b->live, false);
+		} else {
+			atomic_store(&b->cap, cap);
+			atomic_fetch_add(&b->changes, 1);
+		}
+	}
+	pthread_mutex_unlock(&b->lock);
+}
+
+void mqfs_bdi_describe(struct mqfs_bdi *b, char *buf, size_t size)
+{
+	uint64_t cap = atomic_load(&b->cap);
+
+	pthread_mutex_lock(&b->lock);
+	if (b->error[0])
+		snprintf(buf, size, "%s", b->error);
+	else if (cap)
+		snprintf(buf, size, "%s strict_limit=1 max_bytes=%" PRIu64
+			 " (free space low), %" PRIu64 " changes", b->dev, cap,
+			 (uint64_t)atomic_load(&b->changes));
+	else if (b->max_ratio)
+		snprintf(buf, size, "%s strict_limit=0 max_ratio=%u, %" PRIu64
+			 " changes", b->dev, b->max_ratio,
+			 (uint64_t)atomic_load(&b->changes));
+	else
+		snprintf(buf, size, "%s kernel limits, %" PRIu64 " changes",
+			 b->dev, (uint64_t)atomic_load(&b->changes));
+	pthread_mutex_unlock(&b->lock);
+}
+
+void mqfs_bdi_destroy(struct mqfs_bdi *b)
+{
+	pthread_mutex_destroy(&b->lock);
 }

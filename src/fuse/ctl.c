@@ -546,14 +546,16 @@ static void text_fuse(struct mqfs_ctl *c, const struct mqfs_ctl_node *n,
 {
 	const struct mqfs_conn *k = &c->d->conn;
 	struct mqfs_engine_stats s;
+	char bdi[160];
 
 	if (n->file == UF_CONN) {
+		mqfs_bdi_describe(&c->d->bdi, bdi, sizeof(bdi));
 		text_add(f, "transport dev\nprotocol 7.%u\nflags 0x%" PRIx64
 			 "\nmax_write %u\nmax_background %u\n"
 			 "writeback_cache %d\ndirect_io_allow_mmap %d\n"
 			 "bdi %s\n", k->minor, k->flags, k->max_write,
 			 k->max_background, k->writeback, k->mmap_direct,
-			 c->d->bdi);
+			 bdi);
 		return;
 	}
 	mqfs_engine_get_stats(&c->d->eng, &s);

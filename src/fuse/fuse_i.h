@@ -324,6 +324,40 @@ struct mqfs_conn {
 
 void mqfs_fuse_init(struct mqfs_req *r);
 
+/* ---- the writeback throttle (bdi.c) ----------------------------------------- */
+
+/*
+ * The mount's backing-device limits.  A FUSE bdi starts with
+ * strict_limit=1 and max_ratio=1 (1 % of the dirty limit), which
+ * throttles cache=kernel writers long before the device is busy; with
+ * @max_ratio non-zero the "roomy" limits are strict_limit 0 and that
+ * max_ratio (0: the kernel's).  While the free space is low the limit
+ * follows it (bdi.c says how).  Root only: elsewhere nothing is set and
+ * mqfs_bdi_describe says why.
+ */
+#define MQFS_BDI_MIN_CAP	(1ull << 20)
+struct mqfs_bdi {
+	char dev[32];			/* "0:MINOR" */
+	unsigned max_ratio;		/* bdi_max_ratio= */
+	atomic_bool live;		/* ours to set */
+	pthread_mutex_t lock;		/* one writer of sysfs at a time */
+	_Atomic uint64_t cap;		/* max_bytes set; 0: the roomy limits */
+	_Atomic uint64_t roomy;		/* dirty bytes the roomy limits allow */
+	_Atomic uint64_t roomy_at;	/* when @roomy was read (s, coarse) */
+	_Atomic uint64_t changes;	/* limit changes since mount */
+	char error[64];			/* why not live, under @lock */
+};
+
+void mqfs_bdi_init(struct mqfs_bdi *b, unsigned max_ratio);
+/* Take the mount's bdi and set the roomy limits: @path is the mount
+ * point resolved before the mount (a stat of it now would wait for the
+ * daemon). */
+void mqfs_bdi_attach(struct mqfs_bdi *b, const char *path);
+/* The free space changed (cheap when the limit stays). */
+void mqfs_bdi_follow(struct mqfs_bdi *b, uint64_t free_bytes);
+void mqfs_bdi_describe(struct mqfs_bdi *b, char *buf, size_t size);
+void mqfs_bdi_destroy(struct mqfs_bdi *b);
+
 /* ---- the operations (ops.c) ------------------------------------------------ */
 
 /*
@@ -339,27 +373,15 @@ struct mqfs_daemon {
 	bool plug;			/* handlers run inside a plug */
 	enum mqfs_cache_mode cache;	/* the mount's; files may differ */
 	unsigned max_background;	/* asked for at INIT */
-	char bdi[96];			/* what mqfs_bdi_set did */
+	struct mqfs_bdi bdi;		/* the writeback limits */
 };
 
 /* Serve one decoded request (any opcode but INIT and INTERRUPT). */
 void mqfs_ops_dispatch(struct mqfs_req *r);
 void mqfs_daemon_init(struct mqfs_daemon *d, const struct mqfs_config *cfg);
+/* The filesystem's free space, for the writeback limits (bdi.c). */
+uint64_t mqfs_daemon_free_bytes(struct mqfs_daemon *d);
 void mqfs_daemon_destroy(struct mqfs_daemon *d);
-
-/* ---- the writeback throttle (bdi.c) ----------------------------------------- */
-
-/*
- * The mount's backing-device limits: a FUSE bdi starts with
- * strict_limit=1 and max_ratio=1 (1 % of the dirty limit), which
- * throttles cache=kernel writers long before the device is busy.
- * @max_ratio 0 leaves the kernel's; otherwise strict_limit goes to 0 and
- * max_ratio to @max_ratio.  Root only; what was done goes to @report.
- * @path is the mount point resolved before the mount (a stat of it now
- * would wait for the daemon).
- */
-void mqfs_bdi_set(const char *path, unsigned max_ratio, char *report,
-		  size_t cap);
 
 /* ---- background start and logging (daemon.c) ---------------------------- */
 

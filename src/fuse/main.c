@@ -136,6 +136,7 @@ static int run_open(struct mqfs_run *r)
 /* The FUSE mount, its writeback limits, and the workers serving it. */
 static int run_mount(struct mqfs_run *r)
 {
+	char bdi[160];
 	int ret;
 
 	/* Resolved now: once mounted, a stat of it waits for the workers. */
@@ -151,17 +152,21 @@ static int run_mount(struct mqfs_run *r)
 		return -EIO;
 	}
 	r->mounted = true;
-	mqfs_bdi_set(r->mnt, r->cfg.bdi_max_ratio, r->d.bdi,
-		     sizeof(r->d.bdi));
+	mqfs_bdi_attach(&r->d.bdi, r->mnt);
+	/* Only the writeback cache (cache=kernel) needs the limit to follow
+	 * the space; INIT, which grants it, comes later. */
+	if (r->d.cache == MQFS_CACHE_KERNEL)
+		mqfs_bdi_follow(&r->d.bdi, mqfs_daemon_free_bytes(&r->d));
 	ret = mqfs_engine_start(&r->d.eng, &r->d, fuse_session_fd(r->se));
 	if (ret)
 		fprintf(stderr, "mqfs: cannot start the FUSE workers: %s\n",
 			strerror(-ret));
-	else if (r->cfg.cmd.foreground)
+	else if (r->cfg.cmd.foreground) {
+		mqfs_bdi_describe(&r->d.bdi, bdi, sizeof(bdi));
 		fprintf(stderr, "mqfs: %s on %s: up to %u workers, %u request "
 			"buffers, writeback limits: %s\n", r->cfg.device,
-			r->mnt, r->d.eng.max_workers, r->d.eng.pool.nr,
-			r->d.bdi);
+			r->mnt, r->d.eng.max_workers, r->d.eng.pool.nr, bdi);
+	}
 	return ret;
 }
 

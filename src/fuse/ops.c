@@ -168,11 +168,23 @@ static void op_batch_forget(struct mqfs_req *r)
 	mqfs_reply_none(r);
 }
 
+/*
+ * With the writeback cache a write(2) of a file whose attributes are
+ * invalid asks for them first, with the writer's handle: the moment to
+ * report a write-back of the file that failed (write_done).
+ */
 static void op_getattr(struct mqfs_req *r)
 {
+	const struct fuse_getattr_in *in = req_arg(r);
 	struct stat st;
+	int err = 0;
 
-	reply_attr(r, mqfs_getattr(r->d->fs, req_ino(r), &st), &st);
+	if (in->getattr_flags & FUSE_GETATTR_FH && r->d->conn.writeback)
+		err = mqfs_file_take_cache_error(file_of(in->fh));
+	if (err)
+		mqfs_reply_err(r, err);
+	else
+		reply_attr(r, mqfs_getattr(r->d->fs, req_ino(r), &st), &st);
 }
 
 /* fuse_setattr_in as a struct stat and MQFS_SET_* (FATTR_'s values). */
@@ -360,6 +372,24 @@ static void op_rename2(struct mqfs_req *r)
  * offsets); with the writeback cache it also reads pages of files opened
  * write-only.
  */
+/* ---- free space and the writeback limits -------------------------------- */
+
+uint64_t mqfs_daemon_free_bytes(struct mqfs_daemon *d)
+{
+	struct statvfs st;
+
+	if (mqfs_statfs(d->fs, &st))
+		return 0;
+	return (uint64_t)st.f_bavail * st.f_frsize;
+}
+
+/* Only the writeback cache holds writes the filesystem has not seen. */
+static void follow_space(struct mqfs_daemon *d)
+{
+	if (d->conn.writeback)
+		mqfs_bdi_follow(&d->bdi, mqfs_daemon_free_bytes(d));
+}
+
 static int open_flags(const struct mqfs_daemon *d, int flags)
 {
 	flags &= ~O_APPEND;
@@ -414,6 +444,8 @@ static void op_open(struct mqfs_req *r)
 		mqfs_reply_err(r, ret);
 		return;
 	}
+	if ((in->flags & O_ACCMODE) != O_RDONLY)
+		follow_space(d);
 	if (mqfs_reply_open(r, (uintptr_t)f,
 			    open_cache_flags(d, f, (int)in->flags)))
 		mqfs_release(d->fs, f);
@@ -439,11 +471,14 @@ static void op_create(struct mqfs_req *r)
 		return;
 	}
 	fopen = open_cache_flags(d, f, (int)in->flags);
+	follow_space(d);
 	if (mqfs_reply_create(r, &e, OPS_TIMEOUT, (uintptr_t)f, fopen)) {
 		mqfs_release(d->fs, f);
 		forget_ino(d, e.ino, 1);
 	}
 }
+
+/* ---- data ------------------------------------------------------------------ */
 
 /* Completion of mqfs_read: any thread, possibly before it returned. */
 static void read_done(void *arg, const void *data, ssize_t res)
@@ -472,6 +507,24 @@ static void op_read(struct mqfs_req *r)
 }
 
 /*
+ * A write-back of the kernel's page cache ended: its writer was told
+ * long ago that the write succeeded.  A failure is kept for the file's
+ * next write(2), told to look (its attributes made invalid: it asks with
+ * its handle, op_getattr), and fsync and close report it too (the
+ * kernel's mapping error).  Then the dirty limit follows the space left.
+ */
+static void writeback_done(struct mqfs_req *r, ssize_t res)
+{
+	const struct fuse_write_in *in = req_arg(r);
+
+	if (res < 0) {
+		mqfs_file_set_cache_error(file_of(in->fh), (int)res);
+		mqfs_notify_inval_attr(r, req_ino(r));
+	}
+	follow_space(r->d);
+}
+
+/*
  * The kernel takes a short writeback write for a complete one and the
  * missing bytes would be lost without a word; the filesystem stops short
  * only on ENOSPC or an error, so report it as ENOSPC (fsync and close
@@ -484,6 +537,8 @@ static void write_done(void *arg, ssize_t res)
 
 	if (res >= 0 && r->writeback && (size_t)res < r->size)
 		res = -ENOSPC;
+	if (r->writeback)
+		writeback_done(r, res);
 	if (res < 0) {
 		mqfs_reply_err(r, (int)res);
 	} else {
@@ -890,10 +945,12 @@ void mqfs_daemon_init(struct mqfs_daemon *d, const struct mqfs_config *cfg)
 		.max_background = qd < 16 ? 16 : qd > 1024 ? 1024 : qd,
 	};
 	d->eng.done_fd = -1;
+	mqfs_bdi_init(&d->bdi, cfg->bdi_max_ratio);
 }
 
 void mqfs_daemon_destroy(struct mqfs_daemon *d)
 {
 	mqfs_ctl_destroy(&d->ctl);
 	mqfs_engine_destroy(&d->eng);
+	mqfs_bdi_destroy(&d->bdi);
 }

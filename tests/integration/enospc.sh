@@ -6,7 +6,11 @@
 # files the space is usable again to about the same amount, in both
 # cache modes, and at once: creates, mkdir, symlinks and xattrs right
 # after a delete wait for the freed blocks' checkpoint instead of failing.
-# Then inodes run out the same way.  fsck-clean throughout.
+# Then inodes run out the same way.  Under cache=kernel a write loop
+# gets ENOSPC from write() itself, a bounded amount past the free space
+# (the dirty limit follows the free space: src/fuse/bdi.c), and a write
+# past 64 TiB fails with EFBIG from fsync and the next write().
+# fsck-clean throughout.
 . "$(dirname "$0")/lib.sh"
 t_init
 t_mkfs 24M -N 512
@@ -102,6 +106,52 @@ elif cmd == 'refill':
     total = sum(fill().values())
     assert abs(total - before) <= max(before // 10, 2 << 20), (before, total)
     print('refilled %d MiB' % (total >> 20))
+elif cmd == 'loop':
+    sv = os.statvfs(root)
+    free = sv.f_bavail * sv.f_frsize
+    path = os.path.join(root, 'loop')
+    fd = os.open(path, os.O_CREAT | os.O_WRONLY, 0o644)
+    buf, n = b'z' * (1 << 20), 0
+    try:
+        while True:
+            n += os.write(fd, buf)
+            assert n < free + (64 << 20), 'write() never failed'
+    except OSError as e:
+        assert e.errno == errno.ENOSPC, e
+    # What write() took beyond the space: the dirty limit's floor
+    # (MQFS_BDI_MIN_CAP, 1 MiB) and the writes in flight.
+    over = n - free
+    assert over <= (4 << 20), 'write() took %d bytes, %d free' % (n, free)
+    try:
+        os.fsync(fd)
+        raise AssertionError('fsync after a lost write-back succeeded')
+    except OSError as e:
+        assert e.errno == errno.ENOSPC, e
+    try:
+        os.close(fd)
+    except OSError as e:
+        assert e.errno == errno.ENOSPC, e
+    os.unlink(path)
+    print('write() failed after %d MiB, %d KiB past the %d MiB free'
+          % (n >> 20, over >> 10, free >> 20))
+elif cmd == 'efbig':
+    # The page cache takes the first write (FUSE fixes the kernel's
+    # largest file at MAX_LFS_FILESIZE); its write-back fails, and fsync
+    # and the next write() say so.
+    path = os.path.join(root, 'big')
+    fd = os.open(path, os.O_CREAT | os.O_RDWR, 0o644)
+    os.pwrite(fd, b'x' * 4096, 1 << 62)
+    for what in ('fsync', 'pwrite'):
+        try:
+            if what == 'fsync':
+                os.fsync(fd)
+            else:
+                os.pwrite(fd, b'y' * 4096, (1 << 62) + 8192)
+            raise AssertionError('%s past 64 TiB succeeded' % what)
+        except OSError as e:
+            assert e.errno == errno.EFBIG, (what, e)
+    os.close(fd)
+    os.unlink(path)
 elif cmd == 'inodes':
     n = 0
     try:
@@ -138,6 +188,12 @@ fill delete
 fill refill
 fill empty
 fill inodes
+t_umount
+t_fsck
+
+t_mount
+fill loop
+fill efbig
 t_umount
 t_fsck
 t_say "ok"
