@@ -127,27 +127,29 @@ static uint64_t bdi_now(void)
 	return (uint64_t)ts.tv_sec;
 }
 
-/*
- * The cap for @free_bytes: not above it, rounded down to a quarter of
- * its power of two (four steps per doubling: few sysfs writes as the
- * space goes), at least MQFS_BDI_MIN_CAP; or 0 for the roomy limits
- * when they already keep the dirty pages below it.
- */
-static uint64_t bdi_cap_for(struct mqfs_bdi *b, uint64_t free_bytes)
+uint64_t mqfs_bdi_cap(uint64_t roomy, uint64_t free_bytes)
 {
-	uint64_t now = bdi_now(), step = MQFS_BDI_MIN_CAP;
+	uint64_t step = MQFS_BDI_MIN_CAP;
 
-	if (now - atomic_load(&b->roomy_at) >= BDI_THRESH_SECONDS) {
-		atomic_store(&b->roomy, bdi_roomy_bytes(b->max_ratio));
-		atomic_store(&b->roomy_at, now);
-	}
-	if (free_bytes >= atomic_load(&b->roomy))
+	if (free_bytes >= roomy)
 		return 0;
 	if (free_bytes < 2 * MQFS_BDI_MIN_CAP)
 		return MQFS_BDI_MIN_CAP;
 	while (step <= free_bytes / 8)
 		step <<= 1;
 	return free_bytes / step * step;
+}
+
+/* The cap for @free_bytes, with the dirty threshold read now and then. */
+static uint64_t bdi_cap_for(struct mqfs_bdi *b, uint64_t free_bytes)
+{
+	uint64_t now = bdi_now();
+
+	if (now - atomic_load(&b->roomy_at) >= BDI_THRESH_SECONDS) {
+		atomic_store(&b->roomy, bdi_roomy_bytes(b->max_ratio));
+		atomic_store(&b->roomy_at, now);
+	}
+	return mqfs_bdi_cap(atomic_load(&b->roomy), free_bytes);
 }
 
 /* Set the limits for @cap (as bdi_cap_for); @old is what is set now. */

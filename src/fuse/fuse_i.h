@@ -353,6 +353,14 @@ void mqfs_bdi_init(struct mqfs_bdi *b, unsigned max_ratio);
  * point resolved before the mount (a stat of it now would wait for the
  * daemon). */
 void mqfs_bdi_attach(struct mqfs_bdi *b, const char *path);
+/*
+ * The max_bytes for @free_bytes when the roomy limits let the kernel
+ * hold @roomy bytes: 0 (the roomy limits) when they fit, else the free
+ * space rounded down to a quarter of its power of two (four steps per
+ * doubling: few sysfs writes as the space goes), at least
+ * MQFS_BDI_MIN_CAP.
+ */
+uint64_t mqfs_bdi_cap(uint64_t roomy, uint64_t free_bytes);
 /* The free space changed (cheap when the limit stays). */
 void mqfs_bdi_follow(struct mqfs_bdi *b, uint64_t free_bytes);
 void mqfs_bdi_describe(struct mqfs_bdi *b, char *buf, size_t size);

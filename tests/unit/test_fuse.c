@@ -8,7 +8,8 @@
  * refused or decoded with every pointer inside the message); the slot
  * pool (ABA-safe stack, a getter sleeping until a put); the replies'
  * framing on a pipe, errors outside the kernel's range, and a
- * cancellable request answered once only; directory records.
+ * cancellable request answered once only; directory records; the
+ * writeback limit that follows the free space.
  */
 #include <check.h>
 #include <dirent.h>
@@ -441,6 +442,41 @@ START_TEST(test_dirbuf)
 }
 END_TEST
 
+/*
+ * The dirty limit never exceeds the free space (the kernel's dirty pages
+ * fit), stays at least MQFS_BDI_MIN_CAP, changes in few steps, and goes
+ * back to the roomy limits once they fit.
+ */
+START_TEST(test_bdi_cap)
+{
+	const uint64_t mib = 1ull << 20, roomy = 5ull << 30;
+	uint64_t last = 0, steps = 0;
+
+	ck_assert_uint_eq(mqfs_bdi_cap(roomy, roomy), 0);
+	ck_assert_uint_eq(mqfs_bdi_cap(roomy, 1ull << 40), 0);
+	ck_assert_uint_eq(mqfs_bdi_cap(roomy, 0), MQFS_BDI_MIN_CAP);
+	ck_assert_uint_eq(mqfs_bdi_cap(roomy, mib + 5), MQFS_BDI_MIN_CAP);
+	ck_assert_uint_eq(mqfs_bdi_cap(roomy, 3 * mib), 3 * mib);
+	ck_assert_uint_eq(mqfs_bdi_cap(roomy, 9 * mib), 8 * mib);
+	ck_assert_uint_eq(mqfs_bdi_cap(roomy, 1600 * mib), 1536 * mib);
+	for (uint64_t f = roomy - 1; f >= 4096; f -= f / 997 + 4096) {
+		uint64_t cap = mqfs_bdi_cap(roomy, f);
+
+		ck_assert_uint_ne(cap, 0);
+		ck_assert(cap <= f || cap == MQFS_BDI_MIN_CAP);
+		ck_assert(cap >= MQFS_BDI_MIN_CAP);
+		/* Within a quarter below it (whole MiB below 8 MiB). */
+		if (f >= 8 * mib)
+			ck_assert(cap > f - f / 4);
+		ck_assert(!last || cap <= last);	/* never up as it fills */
+		steps += cap != last;
+		last = cap;
+	}
+	/* Four steps per doubling from 5 GiB down to 1 MiB: about 50. */
+	ck_assert_uint_le(steps, 60);
+}
+END_TEST
+
 static Suite *fuse_suite(void)
 {
 	Suite *s = suite_create("fuse");
@@ -454,6 +490,7 @@ static Suite *fuse_suite(void)
 	tcase_add_test(tc, test_replies);
 	tcase_add_test(tc, test_cancellable_once);
 	tcase_add_test(tc, test_dirbuf);
+	tcase_add_test(tc, test_bdi_cap);
 	suite_add_tcase(s, tc);
 	return s;
 }
