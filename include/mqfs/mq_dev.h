@@ -231,6 +231,7 @@ struct mq_fault_stats {
 	uint64_t cached;		/* writes completed into the cache */
 	uint64_t powered_off;		/* requests failed by the power cut */
 	uint64_t dirty_sectors;		/* cached, not yet written down */
+	uint64_t writes;		/* write-like requests popped (not reads) */
 };
 
 /*
@@ -268,6 +269,16 @@ int mq_fault_set_eio(struct mq_dev *dev, const struct mq_fault_config *cfg);
  * an unknown @mode, -EALREADY when the power is already off.
  */
 int mq_fault_power_cut(struct mq_dev *dev, enum mq_fault_cut mode);
+/*
+ * Arm a cut: the power goes off (@mode) just before the @nth write-like
+ * request (write, flush, discard, write-zeroes) from now is served, and
+ * that request fails with every later one; 1 is the next.  0 disarms.
+ * Context: any thread but an end_io of this device.
+ * Return: 0, or -EINVAL for an unknown @mode.
+ */
+int mq_fault_arm_cut(struct mq_dev *dev, uint64_t nth, enum mq_fault_cut mode);
+/* Has the power gone off (a cut, asked or armed)?  Context: any thread. */
+bool mq_fault_powered_off(struct mq_dev *dev);
 /* Counters of the fault device, a snapshot.  Context: any thread. */
 void mq_fault_get_stats(struct mq_dev *dev, struct mq_fault_stats *out);
 

@@ -15,7 +15,10 @@
  * issued.  A flush must also wait for its write-back, which queue_rq must
  * not do.  One thread in arrival order also makes the Nth counter and the
  * random stream - seeded from cfg.seed - reproducible, and puts a power
- * cut between two requests, never inside one.
+ * cut between two requests, never inside one.  An armed cut
+ * (mq_fault_arm_cut) is taken by the worker itself just before the Nth
+ * write-like request it pops, which then fails as every later one: a
+ * power-loss runner can cut at each of a scenario's writes in turn.
  *
  * Only the worker changes the cache, and it submits nothing else while
  * it writes sectors down, so a write-back drains the lower queue (reads
@@ -82,6 +85,8 @@ struct fault_dev {
 	pthread_cond_t wcond, tcond, cut_cond;
 	struct fault_fifo work, due;
 	int cut_mode, cut_result;	/* cut_mode -1: no cut asked */
+	uint64_t arm_left;		/* write-like requests to the cut */
+	int arm_mode;
 	bool stop, timer_running;
 	pthread_t worker, timer;
 
@@ -89,7 +94,7 @@ struct fault_dev {
 	_Atomic int sync_status;	/* the worker's own lower I/O */
 	_Atomic uint64_t sync_bytes;
 	_Atomic bool dead;		/* the power is off */
-	_Atomic uint64_t injected, forwarded, cached, powered_off;
+	_Atomic uint64_t injected, forwarded, cached, powered_off, writes;
 };
 
 static struct fault_dev *to_fault(struct mq_dev *dev)
@@ -573,7 +578,14 @@ static void *fault_worker_main(void *arg)
 			fd->cut_mode = -1;
 			pthread_cond_broadcast(&fd->cut_cond);
 		} else if ((rq = fault_fifo_pop(&fd->work))) {
+			bool cut = rq->op != MQ_OP_READ && fd->arm_left &&
+				   !--fd->arm_left;
+
+			if (rq->op != MQ_OP_READ)
+				atomic_fetch_add(&fd->writes, 1);
 			pthread_mutex_unlock(&fd->qlock);
+			if (cut && !atomic_load(&fd->dead))
+				(void)fault_do_cut(fd, fd->arm_mode);
 			fault_handle(fd, rq);
 			pthread_mutex_lock(&fd->qlock);
 		} else if (fd->stop) {
@@ -792,6 +804,25 @@ int mq_fault_power_cut(struct mq_dev *dev, enum mq_fault_cut mode)
 	return ret;
 }
 
+int mq_fault_arm_cut(struct mq_dev *dev, uint64_t nth,
+		     enum mq_fault_cut mode)
+{
+	struct fault_dev *fd = to_fault(dev);
+
+	if (mode != MQ_FAULT_CUT_LOSE && mode != MQ_FAULT_CUT_TORN)
+		return -EINVAL;
+	pthread_mutex_lock(&fd->qlock);
+	fd->arm_left = nth;
+	fd->arm_mode = (int)mode;
+	pthread_mutex_unlock(&fd->qlock);
+	return 0;
+}
+
+bool mq_fault_powered_off(struct mq_dev *dev)
+{
+	return atomic_load(&to_fault(dev)->dead);
+}
+
 void mq_fault_get_stats(struct mq_dev *dev, struct mq_fault_stats *out)
 {
 	struct fault_dev *fd = to_fault(dev);
@@ -801,6 +832,7 @@ void mq_fault_get_stats(struct mq_dev *dev, struct mq_fault_stats *out)
 	out->forwarded = atomic_load(&fd->forwarded);
 	out->cached = atomic_load(&fd->cached);
 	out->powered_off = atomic_load(&fd->powered_off);
+	out->writes = atomic_load(&fd->writes);
 	pthread_mutex_lock(&fd->lock);
 	out->dirty_sectors = fd->nr_cached;
 	pthread_mutex_unlock(&fd->lock);

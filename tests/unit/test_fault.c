@@ -553,6 +553,38 @@ START_TEST(test_cut_lose)
 }
 END_TEST
 
+/* An armed cut: before the 3rd write-like request from the arming. */
+START_TEST(test_cut_armed)
+{
+	struct mq_fault_config cfg = { .seed = 1, .volatile_cache = true };
+	struct mq_dev *ram;
+	struct rig r;
+	int st;
+
+	T_BEGIN();
+	rig_open(&r, &cfg, 16);
+	ram = r.ram;
+	ram_fill(ram, 1, 0, 128);
+	t_check(mq_fault_arm_cut(r.dev, 3, 7) == -EINVAL, "bad mode");
+	t_check(mq_fault_arm_cut(r.dev, 3, MQ_FAULT_CUT_LOSE) == 0, "arm");
+	t_check(io(&r, MQ_OP_WRITE, 0, BS, 2) == 0, "write 1");
+	(void)rd(&r, 0, 8, &st);
+	t_check(st == 0, "a read does not count: %d", st);
+	t_check(io(&r, MQ_OP_FLUSH, 0, 0, 0) == 0, "flush (2)");
+	t_check(!mq_fault_powered_off(r.dev), "power still on");
+	t_check(io(&r, MQ_OP_WRITE, 16, BS, 3) == -EIO, "write 3: the cut");
+	t_check(mq_fault_powered_off(r.dev), "power off");
+	t_check(io(&r, MQ_OP_WRITE, 32, BS, 3) == -EIO, "after the cut");
+	t_check_u64(stats(&r).writes, 4, "write-like requests");
+	t_check(mq_fault_power_cut(r.dev, MQ_FAULT_CUT_LOSE) == -EALREADY,
+		"already off");
+	rig_close_fault(&r);
+	check_tag(ram_at(ram, 0), 2, 0, BS_SECT, "flushed before the cut");
+	check_tag(ram_at(ram, 16), 1, 16, 112, "never written");
+	mq_dev_close(ram);
+}
+END_TEST
+
 #define TORN_SECT	256
 
 /*
@@ -817,6 +849,7 @@ static Suite *fault_suite(void)
 	tc(s, "cache_fua", test_cache_fua, 1);
 	tc(s, "cut_lose", test_cut_lose, 1);
 	tc(s, "cut_torn", test_cut_torn, 1);
+	tc(s, "cut_armed", test_cut_armed, 1);
 	tc(s, "cut_inflight", test_cut_inflight, 1);
 	tc(s, "merged_requests", test_merged_requests, 2);
 	tc(s, "threads", test_threads, 1);
