@@ -68,6 +68,7 @@ include tests/unit/alloc.mk
 include tests/unit/extent.mk
 include tests/unit/dir.mk
 include tests/unit/fsck.mk
+include tests/unit/powerloss.mk
 include tests/unit/wback.mk
 include tests/unit/fuse.mk
 include tests/integration/local.mk

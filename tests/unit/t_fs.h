@@ -33,6 +33,7 @@ struct t_fs {
 	struct mqfs_fs *fs;
 	struct mqfs_mkfs_opts mkfs;
 	struct mqfs_mount_opts mount;
+	uint64_t fault_seed;		/* the fault device's; 0: 1 */
 };
 
 static inline struct mq_queue *t_fs_queue(struct mq_dev *dev)
@@ -48,7 +49,8 @@ static inline void t_fs_open_queue(struct t_fs *t, bool crashable)
 {
 	if (crashable) {
 		struct mq_fault_config fc = { .volatile_cache = true,
-					      .seed = 1 };
+					      .seed = t->fault_seed ?
+						      t->fault_seed : 1 };
 
 		t->fault = mq_fault_open(t->ram, &fc);
 		ck_assert_msg(t->fault != NULL, "t_fs: fault device");
