@@ -97,11 +97,16 @@ struct mqfs_super {
 /*
  * Feature sets, as ext4's: a reader that does not know a bit of
  * feature_compat may read and write the filesystem; of feature_ro_compat,
- * only read it; of feature_incompat, not even read it.  This version
- * defines no feature: every bit is unknown.
+ * only read it; of feature_incompat, not even read it.
+ *
+ * RO_COMPAT_SB_BACKUPS: besides the one in the last block, superblock
+ * copies in the last block of AG 1 and of every AG numbered a power of
+ * 3, 5 or 7 but the last AG (FORMAT.md §3); their bitmap bits are set
+ * and no inode owns them, which an older fsck would take for a leak.
  */
+#define MQFS_FEATURE_RO_COMPAT_SB_BACKUPS	0x1u
 #define MQFS_FEATURE_COMPAT_SUPP	0u
-#define MQFS_FEATURE_RO_COMPAT_SUPP	0u
+#define MQFS_FEATURE_RO_COMPAT_SUPP	MQFS_FEATURE_RO_COMPAT_SB_BACKUPS
 #define MQFS_FEATURE_INCOMPAT_SUPP	0u
 
 /* Allocation group header: the first block of each AG's metadata. */

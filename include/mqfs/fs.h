@@ -38,6 +38,10 @@ struct mqfs_mkfs_report {
 	uint64_t block_count, inode_count;
 	uint32_t ag_count, ag_blocks, journal_blocks;
 	uint8_t uuid[16];
+	/* Superblock copies: the first MQFS_REPORT_COPIES, and how many. */
+#define MQFS_REPORT_COPIES	16
+	uint64_t sb_copy[MQFS_REPORT_COPIES];
+	unsigned nr_sb_copies;
 };
 
 /* Format the device behind @q (every write goes through @q). */
@@ -283,6 +287,7 @@ struct mqfs_fsck_opts {
 	bool force;		/* check even when marked clean */
 	bool progress;		/* percentage lines on stderr */
 	bool verbose;
+	uint64_t sb_block;	/* -b: work from the copy there (0: block 0) */
 };
 
 /* Check (and repair) the filesystem on @q; returns MQFS_FSCK_* bits. */

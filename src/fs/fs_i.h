@@ -93,6 +93,17 @@ enum {
 	MQFS_FEAT_UNREADABLE,		/* an unknown incompat bit */
 };
 int mqfs_super_unknown_features(const struct mqfs_super *sb);
+/*
+ * Superblock copies (MQFS_FEATURE_RO_COMPAT_SB_BACKUPS): does AG @ag of
+ * @ag_count hold one in its last block?  And every copy of @sb's, the
+ * last block of the device first, into @out (at most @max): how many.
+ */
+#define MQFS_SB_COPIES_MAX	64
+bool mqfs_ag_has_sb_copy(uint32_t ag, uint32_t ag_count);
+unsigned mqfs_sb_copies(const struct mqfs_super *sb, uint64_t *out,
+			unsigned max);
+/* Write @sb's copies (mqfs_sb_copies), each sealed for its block. */
+int mqfs_super_write_copies(struct mq_queue *q, const struct mqfs_super *sb);
 /* Same geometry and uuid: the same filesystem. */
 bool mqfs_super_same_fs(const struct mqfs_super *a, const struct mqfs_super *b);
 /*

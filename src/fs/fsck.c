@@ -330,76 +330,137 @@ static void fk_sb_layout(struct fsck *f)
 	f->inode_count = sb->inode_count;
 }
 
+/* Is @blk where @sb keeps a copy of itself? */
+static bool fk_sb_copy_at(const struct mqfs_super *sb, uint64_t blk)
+{
+	uint64_t at[MQFS_SB_COPIES_MAX];
+	unsigned n = mqfs_sb_copies(sb, at, MQ_ARRAY_SIZE(at));
+
+	for (unsigned i = 0; i < n; i++)
+		if (at[i] == blk)
+			return true;
+	return false;
+}
+
 /* Read a superblock copy at @blk and check it; 0 when usable. */
 static int fk_sb_candidate(struct fsck *f, uint64_t blk, void *buf)
 {
 	const struct mqfs_super *sb = buf;
 	int err;
 
-	if (blk >= f->dev_blocks)
+	if (!blk || blk >= f->dev_blocks)
 		return -EINVAL;
 	err = mqfs_bio_sync(f->q, MQ_OP_READ, blk, buf, 1, MQ_REQ_META);
 	if (err)
 		return err;
 	if (mqfs_blk_verify(buf, MQFS_T_SUPER, blk) ||
-	    mqfs_super_why_bad(sb, f->dev_blocks) || sb->block_count - 1 != blk)
+	    mqfs_super_why_bad(sb, f->dev_blocks) || !fk_sb_copy_at(sb, blk))
 		return -EUCLEAN;
 	return 0;
 }
 
-/* The primary is bad (@why): find a backup to work from. */
+/*
+ * Where copies may be when block 0 cannot say: the end of the device
+ * and of @bad's filesystem, then the sparse AG copies of @bad's geometry
+ * (if it is sane enough) and of mkfs's default one.  How many in @out.
+ */
+static unsigned fk_sb_guesses(struct fsck *f, const struct mqfs_super *bad,
+			      uint64_t *out, unsigned max)
+{
+	struct mqfs_super g = { .block_count = f->dev_blocks,
+				.ag_blocks = MQFS_AG_MAX_BLOCKS };
+	unsigned n = 0;
+
+	g.feature_ro_compat = MQFS_FEATURE_RO_COMPAT_SB_BACKUPS;
+	for (int pass = 0; pass < 2; pass++) {
+		if (pass == 0 && bad->hdr.magic == MQFS_MAGIC &&
+		    bad->block_count && bad->block_count <= f->dev_blocks &&
+		    bad->ag_blocks >= 64 && bad->ag_blocks <= MQFS_AG_MAX_BLOCKS) {
+			g.block_count = bad->block_count;
+			g.ag_blocks = bad->ag_blocks;
+		} else if (pass == 0) {
+			continue;
+		} else {
+			g.block_count = f->dev_blocks;
+			g.ag_blocks = MQFS_AG_MAX_BLOCKS;
+		}
+		g.ag_count = (uint32_t)((g.block_count + g.ag_blocks - 1) /
+					g.ag_blocks);
+		n += mqfs_sb_copies(&g, out + n, max - n);
+	}
+	return n;
+}
+
+/* Work from the copy at @blk in @buf (from -b or a guess). */
+static void fk_sb_use(struct fsck *f, const void *buf, uint64_t blk,
+		      const char *why)
+{
+	memcpy(f->sb, buf, MQFS_BLOCK_SIZE);
+	/* The copy is as of the last clean unmount: recount. */
+	f->sb->state &= ~MQFS_STATE_CLEAN;
+	f->sb_changed = true;
+	f->sb_restored = true;
+	fk_problem(f, FK_UNSAFE, "restored", "superblock (block 0): %s; "
+		   "using the copy in block %llu", why,
+		   (unsigned long long)blk);
+}
+
+/* The primary is bad (@why), or -b names a copy: find one to work from. */
 static int fk_sb_restore(struct fsck *f, const char *why)
 {
-	const struct mqfs_super *bad = f->sb;
-	uint64_t cand[2] = { f->dev_blocks - 1, 0 };
+	uint64_t cand[2 * MQFS_SB_COPIES_MAX + 1];
 	uint8_t *buf = mqfs_alloc_blocks_mem(1);
-	bool magic = bad->hdr.magic == MQFS_MAGIC;
+	bool magic = f->sb->hdr.magic == MQFS_MAGIC;
+	unsigned n = 0;
 
 	if (!buf)
 		return -ENOMEM;
-	if (magic && bad->block_count && bad->block_count <= f->dev_blocks)
-		cand[1] = bad->block_count - 1;
-	for (unsigned i = 0; i < 2; i++) {
-		if ((i && (!cand[1] || cand[1] == cand[0])) ||
+	if (f->o.sb_block)
+		cand[n++] = f->o.sb_block;
+	else
+		n = fk_sb_guesses(f, f->sb, cand, MQ_ARRAY_SIZE(cand));
+	for (unsigned i = 0; i < n; i++) {
+		if ((i && cand[i] == cand[i - 1]) ||
 		    fk_sb_candidate(f, cand[i], buf))
 			continue;
-		memcpy(f->sb, buf, MQFS_BLOCK_SIZE);
+		fk_sb_use(f, buf, cand[i], why);
 		free(buf);
-		/* The backup is as of the last clean unmount: recount. */
-		f->sb->state &= ~MQFS_STATE_CLEAN;
-		f->sb_changed = true;
-		f->sb_restored = true;
-		fk_problem(f, FK_UNSAFE, "restored",
-			   "superblock (block 0): %s; using the backup in "
-			   "block %llu", why, (unsigned long long)cand[i]);
 		return 0;
 	}
 	free(buf);
-	if (!magic)
+	if (f->o.sb_block)
+		fprintf(stderr, "fsck.mqfs: block %llu holds no valid "
+			"superblock copy\n",
+			(unsigned long long)f->o.sb_block);
+	else if (!magic)
 		fprintf(stderr, "fsck.mqfs: no mqfs filesystem on this device "
-			"(no superblock at block 0, no backup at block %llu)\n",
-			(unsigned long long)cand[0]);
+			"(no superblock at block 0, no copy where copies are "
+			"kept)\n");
 	else
 		fprintf(stderr, "fsck.mqfs: superblock (block 0): %s, and no "
-			"valid backup was found\n", why);
+			"valid copy was found\n", why);
 	return -EINVAL;
 }
 
-/* The backup must be a valid copy describing the same filesystem. */
+/* Each copy must be a valid one describing the same filesystem. */
 static int fk_sb_check_backup(struct fsck *f)
 {
-	uint64_t blk = f->sb->block_count - 1;
+	uint64_t at[MQFS_SB_COPIES_MAX];
+	unsigned n = mqfs_sb_copies(f->sb, at, MQ_ARRAY_SIZE(at));
 	uint8_t *buf = mqfs_alloc_blocks_mem(1);
-	int err;
+	int err = 0;
 
 	if (!buf)
 		return -ENOMEM;
-	err = fk_sb_candidate(f, blk, buf);
-	if (err == -EUCLEAN || (!err && !mqfs_super_same_fs(f->sb, (void *)buf))) {
+	for (unsigned i = 0; i < n && !err; i++) {
+		err = fk_sb_candidate(f, at[i], buf);
+		if (err != -EUCLEAN &&
+		    (err || mqfs_super_same_fs(f->sb, (void *)buf)))
+			continue;
 		f->backup_bad = true;
 		f->sb_changed = true;
-		fk_problem(f, FK_SAFE, "rewritten", "backup superblock (block "
-			   "%llu): %s", (unsigned long long)blk,
+		fk_problem(f, FK_SAFE, "rewritten", "superblock copy (block "
+			   "%llu): %s", (unsigned long long)at[i],
 			   err ? "bad checksum or header"
 			       : "describes another filesystem");
 		err = 0;
@@ -422,6 +483,8 @@ static int fk_pass_super(struct fsck *f)
 	}
 	why = mqfs_blk_verify(f->sb, MQFS_T_SUPER, 0) ?
 		"bad checksum or header" : mqfs_super_why_bad(f->sb, f->dev_blocks);
+	if (!why && f->o.sb_block)
+		why = "not used (-b)";
 	err = why ? fk_sb_restore(f, why) : 0;
 	if (err)
 		return err;
@@ -744,9 +807,15 @@ static int fk_pass_ags(struct fsck *f)
 		return -ENOMEM;
 	fk_verbose(f, "Pass 3: allocation groups");
 	fk_progress_pass(f, 0, 5);
-	/* Superblock, journal, backup: never data. */
+	/* Superblock, journal, the copies: never data. */
 	fk_mark_range(f, 0, 1 + (uint64_t)f->l.journal_blocks);
-	fk_set_used(f, f->l.block_count - 1, true);
+	{
+		uint64_t at[MQFS_SB_COPIES_MAX];
+		unsigned n = mqfs_sb_copies(f->sb, at, MQ_ARRAY_SIZE(at));
+
+		for (unsigned i = 0; i < n; i++)
+			fk_set_used(f, at[i], true);
+	}
 	for (uint32_t ag = 0; ag < f->l.ag_count && !err; ag++) {
 		err = fk_check_ag(f, ag, buf);
 		fk_progress(f, ag + 1, f->l.ag_count);
@@ -993,12 +1062,11 @@ static uint32_t fk_target_state(uint32_t state, bool clean)
 	return (state & ~MQFS_STATE_CLEAN) | MQFS_STATE_ERRORS;
 }
 
-/* Seal and write the superblock; @backup: its copy in the last block
- * too (a -p run that changes nothing else leaves the backup alone). */
+/* Seal and write the superblock; @backup: its copies too (a -p run that
+ * changes nothing else leaves them alone). */
 static int fk_write_super(struct fsck *f, bool clean, bool backup)
 {
 	struct mqfs_super *sb = f->sb;
-	uint8_t *copy;
 	int err = 0;
 
 	sb->state = fk_target_state(sb->state, clean);
@@ -1007,15 +1075,7 @@ static int fk_write_super(struct fsck *f, bool clean, bool backup)
 	sb->write_time = (uint64_t)time(NULL);
 	mqfs_blk_seal(sb, MQFS_T_SUPER, 0, sb->hdr.gen);
 	if (backup) {
-		copy = mqfs_alloc_blocks_mem(1);
-		if (!copy)
-			return -ENOMEM;
-		memcpy(copy, sb, MQFS_BLOCK_SIZE);
-		mqfs_blk_seal(copy, MQFS_T_SUPER, f->l.block_count - 1,
-			      sb->hdr.gen);
-		err = mqfs_bio_sync(f->q, MQ_OP_WRITE, f->l.block_count - 1,
-				    copy, 1, MQ_REQ_META);
-		free(copy);
+		err = mqfs_super_write_copies(f->q, sb);
 		if (!err)
 			err = mqfs_flush_device(f->q);
 	}

@@ -156,8 +156,9 @@ static uint32_t mkfs_block_bitmap(const struct mqfs_layout *l, uint32_t ag,
 		bitmap_set_range(bits, 0, 1 + l->journal_blocks);
 	bitmap_set_range(bits, meta, meta + 3 + l->itable_blocks);
 	used = (uint32_t)layout_ag_overhead(l, ag);
-	if (ag == l->ag_count - 1) {
-		bitmap_set_range(bits, size - 1, size);	/* backup sb */
+	/* A superblock copy in the last block: the device's, or a sparse one. */
+	if (ag == l->ag_count - 1 || mqfs_ag_has_sb_copy(ag, l->ag_count)) {
+		bitmap_set_range(bits, size - 1, size);
 		used++;
 	}
 	return size - used;
@@ -235,6 +236,7 @@ static void mkfs_fill_super(const struct mqfs_layout *l,
 	sb->inode_count = (uint64_t)l->ag_count * l->inodes_per_ag;
 	sb->journal_start = l->journal_start;
 	sb->journal_blocks = l->journal_blocks;
+	sb->feature_ro_compat = MQFS_FEATURE_RO_COMPAT_SB_BACKUPS;
 	sb->state = MQFS_STATE_CLEAN;
 	sb->root_ino = MQFS_ROOT_INO;
 	sb->free_blocks = free_blocks;
@@ -262,30 +264,25 @@ static uint64_t mkfs_free_blocks(const struct mqfs_layout *l)
 	return free_blocks;
 }
 
-/* Root inode table block, journal head, superblock and its backup. */
+/* Root inode table block, journal head, superblock (its copies later). */
 static void mkfs_write_fixed(struct mkfs_ctx *c, const struct mqfs_mkfs_opts *o,
 			     const uint8_t *uuid)
 {
 	const struct mqfs_layout *l = c->l;
 	uint8_t *itab = c->mem, *jblk = c->mem + MQFS_BLOCK_SIZE;
 	uint8_t *sb = c->mem + 2 * MQFS_BLOCK_SIZE;
-	uint8_t *backup = c->mem + 3 * MQFS_BLOCK_SIZE;
 	uint64_t itable0 = mqfs_ag_meta_start(l, 0) + 3;
 
-	memset(c->mem, 0, 4 * MQFS_BLOCK_SIZE);
+	memset(c->mem, 0, 3 * MQFS_BLOCK_SIZE);
 	mkfs_root_inode((struct mqfs_inode *)(itab + mqfs_itable_offset(0)),
 			c->now);
 	mqfs_blk_seal(itab, MQFS_T_ITABLE, itable0, 0);
 	mkfs_fill_super(l, o, c->now, uuid, mkfs_free_blocks(l),
 			(struct mqfs_super *)sb);
-	memcpy(backup, sb, MQFS_BLOCK_SIZE);
 	mqfs_blk_seal(sb, MQFS_T_SUPER, 0, 0);
-	mqfs_blk_seal(backup, MQFS_T_SUPER, l->block_count - 1, 0);
 	mqfs_batch_add(c->q, &c->batch, MQ_OP_WRITE, itable0, itab, 1, 0);
 	mqfs_batch_add(c->q, &c->batch, MQ_OP_WRITE, l->journal_start, jblk,
 		       1, 0);
-	mqfs_batch_add(c->q, &c->batch, MQ_OP_WRITE, l->block_count - 1,
-		       backup, 1, 0);
 	/* The primary superblock goes last, after everything it describes. */
 	c->mem = sb;
 }
@@ -371,6 +368,18 @@ static void mkfs_report(const struct mqfs_layout *l, const uint8_t *uuid,
 	rep->ag_blocks = l->ag_blocks;
 	rep->journal_blocks = l->journal_blocks;
 	memcpy(rep->uuid, uuid, 16);
+	rep->nr_sb_copies = 0;
+	for (uint32_t ag = 1; ag < l->ag_count; ag++) {
+		if (!mqfs_ag_has_sb_copy(ag, l->ag_count))
+			continue;
+		if (rep->nr_sb_copies < MQFS_REPORT_COPIES)
+			rep->sb_copy[rep->nr_sb_copies] =
+				((uint64_t)ag + 1) * l->ag_blocks - 1;
+		rep->nr_sb_copies++;
+	}
+	if (rep->nr_sb_copies < MQFS_REPORT_COPIES)
+		rep->sb_copy[rep->nr_sb_copies] = l->block_count - 1;
+	rep->nr_sb_copies++;
 }
 
 int mqfs_mkfs(struct mq_queue *q, const struct mqfs_mkfs_opts *o,
@@ -404,6 +413,8 @@ int mqfs_mkfs(struct mq_queue *q, const struct mqfs_mkfs_opts *o,
 		mkfs_write_fixed(&c, o, uuid);
 		err = mqfs_batch_wait(&c.batch);
 	}
+	if (!err)
+		err = mqfs_super_write_copies(q, (struct mqfs_super *)c.mem);
 	if (!err)
 		err = mqfs_flush_device(q);
 	if (!err)

@@ -56,6 +56,45 @@ int mqfs_super_unknown_features(const struct mqfs_super *sb)
 	return MQFS_FEAT_KNOWN;
 }
 
+/* 1, or a power of 3, 5 or 7 (as ext4's sparse_super groups). */
+static bool sbc_sparse(uint32_t ag)
+{
+	static const uint32_t base[] = { 3, 5, 7 };
+
+	if (ag == 1)
+		return true;
+	for (unsigned i = 0; i < MQ_ARRAY_SIZE(base); i++) {
+		uint64_t p = base[i];
+
+		while (p < ag)
+			p *= base[i];
+		if (p == ag)
+			return true;
+	}
+	return false;
+}
+
+bool mqfs_ag_has_sb_copy(uint32_t ag, uint32_t ag_count)
+{
+	/* Not the last AG: its last block is the device's copy. */
+	return ag >= 1 && ag + 1 < ag_count && sbc_sparse(ag);
+}
+
+unsigned mqfs_sb_copies(const struct mqfs_super *sb, uint64_t *out,
+			unsigned max)
+{
+	unsigned n = 0;
+
+	if (max)
+		out[n++] = sb->block_count - 1;
+	if (!(sb->feature_ro_compat & MQFS_FEATURE_RO_COMPAT_SB_BACKUPS))
+		return n;
+	for (uint32_t ag = 1; ag < sb->ag_count && n < max; ag++)
+		if (mqfs_ag_has_sb_copy(ag, sb->ag_count))
+			out[n++] = ((uint64_t)ag + 1) * sb->ag_blocks - 1;
+	return n;
+}
+
 bool mqfs_super_same_fs(const struct mqfs_super *a, const struct mqfs_super *b)
 {
 	return a->block_count == b->block_count &&

@@ -80,7 +80,7 @@ static int super_check(const struct mqfs_super *sb, uint64_t dev_bytes,
 
 	if (why) {
 		fprintf(stderr, "mqfs: superblock: %s; run fsck.mqfs (it "
-			"restores the backup)\n", why);
+			"restores it from a copy)\n", why);
 		return sb->format_version != MQFS_FORMAT_VERSION ? -EINVAL
 								 : -EUCLEAN;
 	}
@@ -125,13 +125,15 @@ static int super_read_raw(struct mq_queue *q, struct mqfs_super *sb,
 		return err;
 	}
 	if (sb->hdr.magic != MQFS_MAGIC || sb->hdr.type != MQFS_T_SUPER) {
-		fprintf(stderr, "mqfs: no mqfs filesystem on this device "
-			"(bad magic); create one with mkfs.mqfs\n");
+		fprintf(stderr, "mqfs: no mqfs superblock at block 0 (bad "
+			"magic): if this was an mqfs filesystem, fsck.mqfs can "
+			"restore it from a copy; else make one with "
+			"mkfs.mqfs\n");
 		return -EINVAL;
 	}
 	if (mqfs_blk_verify(sb, MQFS_T_SUPER, 0)) {
 		fprintf(stderr, "mqfs: superblock checksum mismatch at block "
-			"0; run fsck.mqfs (it restores the backup)\n");
+			"0; run fsck.mqfs (it restores it from a copy)\n");
 		return -EUCLEAN;
 	}
 	return super_check(sb, mq_queue_size_bytes(q), readonly);
@@ -362,10 +364,29 @@ fail:
 	return err;
 }
 
+int mqfs_super_write_copies(struct mq_queue *q, const struct mqfs_super *sb)
+{
+	uint64_t at[MQFS_SB_COPIES_MAX];
+	unsigned n = mqfs_sb_copies(sb, at, MQ_ARRAY_SIZE(at));
+	uint8_t *copy = mqfs_alloc_blocks_mem(1);
+	int err = 0;
+
+	if (!copy)
+		return -ENOMEM;
+	for (unsigned i = 0; i < n && !err; i++) {
+		memcpy(copy, sb, MQFS_BLOCK_SIZE);
+		mqfs_blk_seal(copy, MQFS_T_SUPER, at[i], sb->hdr.gen);
+		err = mqfs_bio_sync(q, MQ_OP_WRITE, at[i], copy, 1,
+				    MQ_REQ_META);
+	}
+	free(copy);
+	return err;
+}
+
 /*
- * Write the backup superblock: a copy of block 0 in the last block, but
- * only of a block 0 that still describes this filesystem.  The backup
- * is what fsck falls back on: a bad copy there loses the filesystem.
+ * Write the backup superblocks: copies of block 0, but only of a block 0
+ * that still describes this filesystem.  The backups are what fsck falls
+ * back on: a bad copy there loses the filesystem.
  */
 static int super_write_backup(struct mqfs_fs *fs)
 {
@@ -387,10 +408,7 @@ static int super_write_backup(struct mqfs_fs *fs)
 		free(copy);
 		return -EUCLEAN;
 	}
-	mqfs_blk_seal(copy, MQFS_T_SUPER, fs->block_count - 1,
-		      ((struct mqfs_blk_hdr *)copy)->gen);
-	err = mqfs_bio_sync(fs->q, MQ_OP_WRITE, fs->block_count - 1, copy, 1,
-			    MQ_REQ_META);
+	err = mqfs_super_write_copies(fs->q, (struct mqfs_super *)copy);
 	free(copy);
 	return err;
 }

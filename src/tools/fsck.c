@@ -35,12 +35,15 @@ struct fsck_args {
 static void fsck_usage(FILE *out)
 {
 	fprintf(out,
-		"Usage: " PROG " [-n|-y|-p|-a] [-f] [-v] [-C fd] DEVICE\n"
+		"Usage: " PROG " [-n|-y|-p|-a] [-f] [-v] [-b block] [-C fd] "
+		"DEVICE\n"
 		"  -n     check only, change nothing (the default)\n"
 		"  -y     repair every problem found\n"
 		"  -p/-a  repair what is safe without questions, else exit 4\n"
 		"  -f     check even when the filesystem is marked clean\n"
 		"  -v     verbose\n"
+		"  -b blk work from the superblock copy in block blk (with\n"
+		"         -y or -p block 0 is rewritten from it)\n"
 		"  -C fd  progress lines (percentages) on stderr\n"
 		"Exit: 0 clean, 1 errors fixed, 4 errors left uncorrected,\n"
 		"      8 operational error, 16 usage error.\n");
@@ -59,13 +62,14 @@ static int fsck_set_mode(struct fsck_args *a, enum mqfs_fsck_mode m)
 
 static int fsck_parse(int argc, char **argv, struct fsck_args *a)
 {
+	unsigned long long blk;
 	char *end;
 	long fd;
 	int c;
 
 	a->o.mode = MQFS_FSCK_NO;
 	a->progress_fd = -1;
-	while ((c = getopt(argc, argv, "nypafvC:h")) != -1) {
+	while ((c = getopt(argc, argv, "nypafvb:C:h")) != -1) {
 		switch (c) {
 		case 'n':
 			if (fsck_set_mode(a, MQFS_FSCK_NO))
@@ -85,6 +89,19 @@ static int fsck_parse(int argc, char **argv, struct fsck_args *a)
 			break;
 		case 'v':
 			a->o.verbose = true;
+			break;
+		case 'b':
+			errno = 0;
+			blk = strtoull(optarg, &end, 10);
+			if (*end || !*optarg || errno || !blk ||
+			    optarg[0] == '-') {
+				fprintf(stderr, PROG ": -b: invalid block '%s' "
+					"(a superblock copy's block number)\n",
+					optarg);
+				return -EINVAL;
+			}
+			a->o.sb_block = blk;
+			a->o.force = true;
 			break;
 		case 'C':
 			fd = strtol(optarg, &end, 10);

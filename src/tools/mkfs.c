@@ -283,6 +283,11 @@ static void mkfs_print(const struct mkfs_args *a,
 	       u[5], u[6], u[7], u[8], u[9], u[10], u[11], u[12], u[13],
 	       u[14], u[15]);
 	printf("  label:    %s\n", a->o.label ? a->o.label : "(none)");
+	printf("  superblock copies (fsck.mqfs -b):");
+	for (unsigned i = 0; i < r->nr_sb_copies && i < MQFS_REPORT_COPIES;
+	     i++)
+		printf(" %" PRIu64, r->sb_copy[i]);
+	printf("%s\n", r->nr_sb_copies > MQFS_REPORT_COPIES ? " ..." : "");
 }
 
 /* Check -s against the device, probe, format.  0 or -errno. */

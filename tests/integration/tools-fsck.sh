@@ -44,6 +44,8 @@ expect 16 "-n with -y" "$FSCK" -n -y "$img"
 expect 16 "unknown option" "$FSCK" -Z "$img"
 expect 16 "two devices" "$FSCK" "$img" "$img"
 expect 16 "bad -C" "$FSCK" -C x "$img"
+expect 16 "bad -b" "$FSCK" -b x "$img"
+expect 16 "-b 0" "$FSCK" -b 0 "$img"
 
 # Operational errors: 8.
 expect 8 "missing device" "$FSCK" -n "$tmp/none.img"
@@ -69,6 +71,23 @@ expect 4 "damaged bitmap, -n" "$FSCK" -f -n "$img"
 grep_out "block bitmap"
 expect 1 "damaged bitmap, -p" "$FSCK" -f -p "$img"
 expect 0 "repaired bitmap" "$FSCK" -f -n "$img"
+
+# Superblock copies: 400 MiB is 4 AGs, a copy at the end of AG 1 (block
+# 65023) and of the device.  Block 0 and the end copy zeroed: fsck finds
+# the AG copy; -b names it, or a block without one (8).
+big=$tmp/big.img
+"$MKFS" -q -s 400M "$big" || fail "mkfs 400M"
+expect 4 "-b copy of a clean image, -n" "$FSCK" -n -b 65023 "$big"
+grep_out "copy in block 65023"
+expect 8 "-b where no copy is" "$FSCK" -n -b 65024 "$big"
+dd if=/dev/zero of="$big" bs=4096 count=1 conv=notrunc 2>/dev/null
+dd if=/dev/zero of="$big" bs=4096 seek=102399 count=1 conv=notrunc \
+	2>/dev/null
+expect 4 "no block 0, no end copy, -n" "$FSCK" -n "$big"
+grep_out "copy in block 65023"
+expect 1 "no block 0, no end copy, -y" "$FSCK" -y "$big"
+expect 0 "restored from the AG copy" "$FSCK" -f -n "$big"
+rm -f "$big"
 
 # Progress lines with -C 0.
 expect 0 "progress" "$FSCK" -f -n -C 0 "$img"

@@ -307,6 +307,70 @@ START_TEST(test_superblock)
 }
 END_TEST
 
+/*
+ * Superblock copies (defect 2 of issue 13): mkfs and every clean unmount
+ * write one at the end of the device and one at the end of AGs 1, 3, 5,
+ * 7, 9 (of 16 here), each the primary's content sealed for its block.
+ * With block 0 damaged and the end copy gone fsck -y works from an AG
+ * copy (where block 0's geometry, or mkfs's default one, puts them);
+ * with block 0 zeroed and AGs of a size it cannot guess, -b names one;
+ * with every copy gone it gives up (exit 8).
+ */
+static void tf_zero_block(struct t_fs *t, uint64_t blk)
+{
+	memset(t_fs_raw_block(t, blk), 0, MQFS_BLOCK_SIZE);
+}
+
+START_TEST(test_sb_copies)
+{
+	struct mqfs_fsck_opts o = { .mode = MQFS_FSCK_YES };
+	uint64_t at[MQFS_SB_COPIES_MAX];
+	const uint64_t want[] = { 16383, 2047, 4095, 6143, 8191, 10239 };
+	unsigned n;
+	struct tf x;
+
+	tf_populate(&x);
+	n = mqfs_sb_copies(tf_sb(&x.t), at, MQ_ARRAY_SIZE(at));
+	ck_assert_uint_eq(n, MQ_ARRAY_SIZE(want));
+	for (unsigned i = 0; i < n; i++) {
+		const uint8_t *c = t_fs_raw_block(&x.t, at[i]);
+
+		ck_assert_uint_eq(at[i], want[i]);
+		ck_assert_int_eq(mqfs_blk_verify(c, MQFS_T_SUPER, at[i]), 0);
+		/* The content of the last clean unmount's block 0. */
+		ck_assert(!memcmp(c + MQFS_HDR_SIZE,
+				  t_fs_raw_block(&x.t, 0) + MQFS_HDR_SIZE,
+				  MQFS_PAYLOAD));
+	}
+	/* Block 0 damaged, the end copy gone: an AG copy brings it back. */
+	t_fs_raw_block(&x.t, 0)[300] ^= 0x11;
+	tf_zero_block(&x.t, at[0]);
+	tf_repair(&x, MQFS_FSCK_YES);
+	for (unsigned i = 0; i < n; i++)
+		ck_assert_int_eq(mqfs_blk_verify(t_fs_raw_block(&x.t, at[i]),
+						 MQFS_T_SUPER, at[i]), 0);
+	t_fs_mount(&x.t);
+	tf_check_files(&x, NULL, 0);
+	t_fs_unmount(&x.t);
+	/* Block 0 zeroed, 1024-block AGs: no guess finds a copy but -b. */
+	tf_zero_block(&x.t, 0);
+	tf_zero_block(&x.t, at[0]);
+	ck_assert_int_eq(mqfs_fsck(x.t.q, &o), MQFS_FSCK_ERROR);
+	o.sb_block = at[3];
+	ck_assert_int_eq(mqfs_fsck(x.t.q, &o), MQFS_FSCK_FIXED);
+	tf_check_n(&x, MQFS_FSCK_OK);
+	o.sb_block = at[3] + 1;			/* no copy there */
+	ck_assert_int_eq(mqfs_fsck(x.t.q, &o), MQFS_FSCK_ERROR);
+	/* Every copy gone: nothing to start from. */
+	tf_zero_block(&x.t, 0);
+	for (unsigned i = 0; i < n; i++)
+		tf_zero_block(&x.t, at[i]);
+	o.sb_block = 0;
+	ck_assert_int_eq(mqfs_fsck(x.t.q, &o), MQFS_FSCK_ERROR);
+	tf_destroy(&x);
+}
+END_TEST
+
 /* A file whose inode table block holds none of the directories. */
 static unsigned tf_victim(struct tf *x)
 {
@@ -1132,6 +1196,7 @@ static Suite *fsck_suite(void)
 	tcase_add_test(tc, test_clean);
 	tcase_add_test(tc, test_not_mqfs);
 	tcase_add_test(tc, test_superblock);
+	tcase_add_test(tc, test_sb_copies);
 	tcase_add_test(tc, test_itable_block);
 	tcase_add_test(tc, test_dir_block);
 	tcase_add_test(tc, test_bitmap);
