@@ -687,6 +687,14 @@ struct mqfs_layout {
 };
 int mqfs_layout_compute(uint64_t block_count, const struct mqfs_mkfs_opts *o,
 			struct mqfs_layout *l);
+/*
+ * Is @sb's geometry what mkfs computes for its size and the options it
+ * records?  A sealed superblock whose numbers agree with each other but
+ * not with mkfs's sends the mount and fsck to the wrong blocks, and
+ * fsck -y would wreck a sound filesystem "repairing" them (found by
+ * tests/fuzz).  The mount and fsck both refuse such a block 0.
+ */
+bool mqfs_super_layout_ok(const struct mqfs_super *sb);
 /* First block of AG @ag's own metadata (AG header). */
 uint64_t mqfs_ag_meta_start(const struct mqfs_layout *l, uint32_t ag);
 /* The same for a mounted filesystem (super.c). */

@@ -299,26 +299,10 @@ static void fk_drop_changed(struct fsck *f)
 
 /* ---- pass 1: the superblock ------------------------------------------- */
 
-/* The geometry must also be what mkfs computes for this size. */
 static void fk_sb_layout(struct fsck *f)
 {
 	const struct mqfs_super *sb = f->sb;
-	struct mqfs_mkfs_opts mo = {
-		.inodes = sb->inode_count,
-		.journal_bytes = (uint64_t)sb->journal_blocks * MQFS_BLOCK_SIZE,
-		.ag_blocks = sb->ag_blocks,
-	};
-	struct mqfs_layout l;
 
-	if (mqfs_layout_compute(sb->block_count, &mo, &l) ||
-	    l.block_count != sb->block_count || l.ag_count != sb->ag_count ||
-	    l.inodes_per_ag != sb->inodes_per_ag ||
-	    l.itable_blocks != sb->itable_blocks ||
-	    l.journal_start != sb->journal_start ||
-	    l.journal_blocks != sb->journal_blocks)
-		fk_problem(f, FK_BAD, NULL, "superblock: geometry differs from "
-			   "the layout mkfs makes for %llu blocks",
-			   (unsigned long long)sb->block_count);
 	f->l = (struct mqfs_layout){
 		.block_count = sb->block_count, .ag_count = sb->ag_count,
 		.ag_blocks = sb->ag_blocks,
@@ -354,7 +338,8 @@ static int fk_sb_candidate(struct fsck *f, uint64_t blk, void *buf)
 	if (err)
 		return err;
 	if (mqfs_blk_verify(buf, MQFS_T_SUPER, blk) ||
-	    mqfs_super_why_bad(sb, f->dev_blocks) || !fk_sb_copy_at(sb, blk))
+	    mqfs_super_why_bad(sb, f->dev_blocks) ||
+	    !mqfs_super_layout_ok(sb) || !fk_sb_copy_at(sb, blk))
 		return -EUCLEAN;
 	return 0;
 }
@@ -469,6 +454,58 @@ static int fk_sb_check_backup(struct fsck *f)
 	return err;
 }
 
+/* Does AG 0's header sit where @sb puts it (sealed, AG 0 at block 0)? */
+static bool fk_sb_finds_ag0(struct fsck *f, const struct mqfs_super *sb)
+{
+	uint64_t at = sb->journal_start + sb->journal_blocks;
+	uint8_t *buf = mqfs_alloc_blocks_mem(1);
+	const struct mqfs_ag *ag = (const void *)buf;
+	bool ok;
+
+	if (!buf)
+		return true;		/* no opinion */
+	ok = at < f->dev_blocks &&
+	     !mqfs_bio_sync(f->q, MQ_OP_READ, at, buf, 1, MQ_REQ_META) &&
+	     !mqfs_blk_verify(buf, MQFS_T_AG, at) && !ag->ag_index &&
+	     !ag->first_block;
+	free(buf);
+	return ok;
+}
+
+/*
+ * A sealed block 0 whose geometry is self-consistent and one mkfs could
+ * make, but not this filesystem's (a changed journal size moves every
+ * AG 0 block): AG 0's header is not where it says.  If a copy's geometry
+ * finds it, that copy is the filesystem; else block 0 stays (AG 0's
+ * header may be what is damaged) and pass 3 rebuilds the header.
+ */
+static int fk_sb_misplaced(struct fsck *f)
+{
+	uint64_t cand[2 * MQFS_SB_COPIES_MAX];
+	uint8_t *buf;
+	unsigned n;
+
+	if (fk_sb_finds_ag0(f, f->sb))
+		return 0;
+	buf = mqfs_alloc_blocks_mem(1);
+	if (!buf)
+		return -ENOMEM;
+	n = fk_sb_guesses(f, f->sb, cand, MQ_ARRAY_SIZE(cand));
+	for (unsigned i = 0; i < n; i++) {
+		if (fk_sb_candidate(f, cand[i], buf) ||
+		    !memcmp(buf + MQFS_HDR_SIZE, (uint8_t *)f->sb + MQFS_HDR_SIZE,
+			    offsetof(struct mqfs_super, state) - MQFS_HDR_SIZE) ||
+		    !fk_sb_finds_ag0(f, (void *)buf))
+			continue;
+		fk_sb_use(f, buf, cand[i], "its geometry does not find AG 0's "
+			  "header, a copy's does");
+		free(buf);
+		return 1;
+	}
+	free(buf);
+	return 0;
+}
+
 static int fk_pass_super(struct fsck *f)
 {
 	const char *why;
@@ -483,11 +520,15 @@ static int fk_pass_super(struct fsck *f)
 	}
 	why = mqfs_blk_verify(f->sb, MQFS_T_SUPER, 0) ?
 		"bad checksum or header" : mqfs_super_why_bad(f->sb, f->dev_blocks);
+	if (!why && !mqfs_super_layout_ok(f->sb))
+		why = "geometry differs from the layout mkfs makes";
 	if (!why && f->o.sb_block)
 		why = "not used (-b)";
-	err = why ? fk_sb_restore(f, why) : 0;
-	if (err)
+	err = why ? fk_sb_restore(f, why) : fk_sb_misplaced(f);
+	if (err < 0)
 		return err;
+	if (err)
+		why = "misplaced";
 	if (mqfs_super_unknown_features(f->sb) != MQFS_FEAT_KNOWN) {
 		/* Even ro_compat: what it adds, fsck could not check. */
 		fprintf(stderr, "fsck.mqfs: the filesystem has features this "

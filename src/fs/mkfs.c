@@ -135,6 +135,23 @@ int mqfs_layout_compute(uint64_t block_count, const struct mqfs_mkfs_opts *o,
 	return 0;
 }
 
+bool mqfs_super_layout_ok(const struct mqfs_super *sb)
+{
+	struct mqfs_mkfs_opts mo = {
+		.inodes = sb->inode_count,
+		.journal_bytes = (uint64_t)sb->journal_blocks * MQFS_BLOCK_SIZE,
+		.ag_blocks = sb->ag_blocks,
+	};
+	struct mqfs_layout l;
+
+	return !mqfs_layout_compute(sb->block_count, &mo, &l) &&
+	       l.block_count == sb->block_count && l.ag_count == sb->ag_count &&
+	       l.inodes_per_ag == sb->inodes_per_ag &&
+	       l.itable_blocks == sb->itable_blocks &&
+	       l.journal_start == sb->journal_start &&
+	       l.journal_blocks == sb->journal_blocks;
+}
+
 static void bitmap_set_range(uint8_t *bits, uint64_t from, uint64_t to)
 {
 	for (uint64_t i = from; i < to; i++)

@@ -78,6 +78,9 @@ static int super_check(const struct mqfs_super *sb, uint64_t dev_bytes,
 	const char *why = mqfs_super_why_bad(sb, dev_bytes / MQFS_BLOCK_SIZE);
 	int feat;
 
+	if (!why && !mqfs_super_layout_ok(sb))
+		why = "geometry differs from the layout mkfs makes";
+
 	if (why) {
 		fprintf(stderr, "mqfs: superblock: %s; run fsck.mqfs (it "
 			"restores it from a copy)\n", why);

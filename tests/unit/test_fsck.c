@@ -371,6 +371,34 @@ START_TEST(test_sb_copies)
 }
 END_TEST
 
+/*
+ * Found by tests/fuzz: block 0 resealed with another journal size, which
+ * mkfs could have made: every number agrees with every other, but AG 0's
+ * blocks are not where it says, and fsck -y "repaired" the filesystem
+ * away (inode tables zeroed, the root recreated empty).  A copy whose
+ * geometry finds AG 0's header must win, and nothing be lost.
+ */
+START_TEST(test_sb_misplaced)
+{
+	struct mqfs_super *sb;
+	struct tf x;
+
+	tf_populate(&x);
+	for (int delta = -1; delta <= 8; delta += 9) {
+		sb = tf_sb(&x.t);
+		sb->journal_blocks = (uint32_t)((int)sb->journal_blocks + delta);
+		tf_reseal(&x.t, 0);
+		ck_assert_ptr_null(mqfs_super_why_bad(sb, 16384));
+		tf_repair(&x, MQFS_FSCK_YES);
+		t_fs_mount(&x.t);
+		ck_assert_uint_eq(tf_lookup(&x.t, MQFS_ROOT_INO, "dir"), x.dir);
+		tf_check_files(&x, NULL, 0);
+		t_fs_unmount(&x.t);
+	}
+	tf_destroy(&x);
+}
+END_TEST
+
 /* A file whose inode table block holds none of the directories. */
 static unsigned tf_victim(struct tf *x)
 {
@@ -1197,6 +1225,7 @@ static Suite *fsck_suite(void)
 	tcase_add_test(tc, test_not_mqfs);
 	tcase_add_test(tc, test_superblock);
 	tcase_add_test(tc, test_sb_copies);
+	tcase_add_test(tc, test_sb_misplaced);
 	tcase_add_test(tc, test_itable_block);
 	tcase_add_test(tc, test_dir_block);
 	tcase_add_test(tc, test_bitmap);
