@@ -10,7 +10,7 @@
 set -eu
 
 PKGS="build-essential autoconf automake pkg-config libfuse3-dev fuse3 \
-liburing-dev libxxhash-dev check fio python3 libcap2-bin"
+liburing-dev libxxhash-dev check fio python3 libcap2-bin clang"
 case ${1:-} in
 --bench) PKGS="$PKGS fuse2fs e2fsprogs gnuplot-nox git" ;;
 '') ;;

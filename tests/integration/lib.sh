@@ -100,6 +100,12 @@ t_cleanup() {
 	if [ "$rc" != 0 ] && [ "$rc" != 77 ] && [ -s "$T_LOG" ]; then
 		t_say "daemon log (last 40 lines):"
 		tail -n 40 "$T_LOG"
+		# A sanitizer report's stack is above its last 40 lines.
+		if grep -q "^==[0-9]*==ERROR" "$T_LOG"; then
+			t_say "sanitizer report:"
+			sed -n '/^==[0-9]*==ERROR/,/^SUMMARY/p' "$T_LOG" |
+				head -n 120
+		fi
 	fi
 	t_force_unmount "$T_MNT"
 	[ -z "$T_BGMNT" ] || t_force_unmount "$T_BGMNT"

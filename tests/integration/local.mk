@@ -40,3 +40,9 @@ check-crash: all
 		top_builddir='$(top_builddir)' \
 		$(SHELL) $(top_srcdir)/tests/integration/crash.sh
 .PHONY: check-crash
+
+# The fuzzer (tests/fuzz/fuzz.sh): clang's libFuzzer over the metadata
+# parsers and fsck + mount of damaged images, FUZZ_SECONDS (60 in make
+# check) from the corpus in tests/fuzz/corpus.
+TESTS += tests/fuzz/fuzz.sh
+EXTRA_DIST += tests/fuzz/fuzz.sh tests/fuzz/fuzz_meta.c tests/fuzz/corpus
