@@ -375,11 +375,16 @@ struct mqfs_ino {
  * Lookup counts of inodes the kernel holds and the inode cache evicted
  * (lookups.c); the caller serialises (the icache lock).
  */
+struct mqfs_lookup_slot {
+	uint64_t ino;			/* 0: empty */
+	uint32_t nlookup;		/* more: the inode stays in core */
+} __attribute__((packed, aligned(4)));
 struct mqfs_lookups {
-	struct { uint64_t ino, nlookup; } *slot;	/* ino 0: empty */
+	struct mqfs_lookup_slot *slot;
 	size_t nslots, count;			/* nslots a power of two */
 };
-/* Add @nlookup to @ino's count; 0 or -ENOMEM (nothing changed). */
+/* Add @nlookup to @ino's count; 0, or -ENOMEM or -EOVERFLOW (past
+ * 2^32 - 1: keep the inode in core), nothing changed. */
 int mqfs_lookups_add(struct mqfs_lookups *t, uint64_t ino, uint64_t nlookup);
 /* Remove @ino and return its count (0: not there). */
 uint64_t mqfs_lookups_take(struct mqfs_lookups *t, uint64_t ino);

@@ -556,10 +556,13 @@ static int ic_load(struct mqfs_fs *fs, struct ic_ent *e)
 	e->load_err = err;
 	if (err) {
 		ic_unhash_locked(c, ip);
-		if (ip->nlookup &&
-		    mqfs_lookups_add(&c->held, ip->ino, ip->nlookup))
-			fprintf(stderr, "mqfs: inode %" PRIu64 ": lookups "
-				"lost (no memory)\n", ip->ino);
+		int lerr = ip->nlookup ?
+			   mqfs_lookups_add(&c->held, ip->ino, ip->nlookup) : 0;
+
+		if (lerr)
+			fprintf(stderr, "mqfs: inode %" PRIu64 ": %" PRIu64
+				" lookups lost (%s)\n", ip->ino, ip->nlookup,
+				strerror(-lerr));
 		ip->nlookup = 0;
 	}
 	pthread_cond_broadcast(&c->loaded);

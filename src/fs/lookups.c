@@ -6,8 +6,10 @@
  *
  * A kernel keeps an inode for every dentry in its cache; `find` over a
  * few million files makes the daemon hold as many.  A full in-core inode
- * is 600 bytes, this table's slot sixteen, at a load between 3/8 and 3/4:
- * 21 to 43 bytes per inode beyond the cache.  Doubling rehashes under
+ * is 600 bytes, this table's slot twelve (a count past 2^32 - 1, which
+ * takes that many lookups without a forget, keeps its inode in core
+ * instead), at a load between 3/8 and 3/4: 16 to 32 bytes per inode
+ * beyond the cache.  Doubling rehashes under
  * the caller's lock (about 30 ms at two million); the table never
  * shrinks while mounted.  The record,
  * generation and everything else come back from the inode table when
@@ -18,6 +20,7 @@
  * calls it under the icache lock.
  */
 #include <errno.h>
+#include <stdint.h>
 #include <stdlib.h>
 
 #include "fs_i.h"
@@ -61,17 +64,21 @@ int mqfs_lookups_add(struct mqfs_lookups *t, uint64_t ino, uint64_t nlookup)
 
 	if (!ino || !nlookup)
 		return -EINVAL;
+	if (nlookup > UINT32_MAX)
+		return -EOVERFLOW;
 	if (4 * (t->count + 1) > 3 * t->nslots) {
 		err = lk_resize(t, t->nslots ? 2 * t->nslots : LK_MIN_SLOTS);
 		if (err)
 			return err;
 	}
 	i = lk_find(t, ino);
+	if (nlookup > UINT32_MAX - (uint64_t)t->slot[i].nlookup)
+		return -EOVERFLOW;
 	if (!t->slot[i].ino) {
 		t->slot[i].ino = ino;
 		t->count++;
 	}
-	t->slot[i].nlookup += nlookup;
+	t->slot[i].nlookup += (uint32_t)nlookup;
 	return 0;
 }
 
@@ -127,7 +134,7 @@ bool mqfs_lookups_forget(struct mqfs_lookups *t, uint64_t ino,
 		return false;
 	*had = t->slot[i].nlookup;
 	if (nlookup < t->slot[i].nlookup)
-		t->slot[i].nlookup -= nlookup;
+		t->slot[i].nlookup -= (uint32_t)nlookup;
 	else
 		lk_remove_at(t, i);
 	return true;

@@ -545,6 +545,39 @@ END_TEST
  * forgets of evicted ones work, and an unlinked one the kernel holds
  * stays cached until its last forget deletes it.
  */
+/*
+ * The table of evicted inodes' lookup counts: add, forget, take, growth
+ * past its first size with removals that shift clusters back, and a
+ * count past 2^32 - 1 refused (its inode stays in core), nothing changed.
+ */
+START_TEST(test_lookups_table)
+{
+	struct mqfs_lookups t = { 0 };
+	uint64_t had = 0;
+
+	ck_assert_uint_eq(sizeof(struct mqfs_lookup_slot), 12);
+	for (uint64_t ino = 1; ino <= 5000; ino++)
+		ck_assert_int_eq(mqfs_lookups_add(&t, ino, ino % 7 + 1), 0);
+	ck_assert_uint_eq(t.count, 5000);
+	for (uint64_t ino = 1; ino <= 5000; ino += 2)
+		ck_assert_uint_eq(mqfs_lookups_take(&t, ino), ino % 7 + 1);
+	for (uint64_t ino = 2; ino <= 5000; ino += 2) {
+		ck_assert(mqfs_lookups_forget(&t, ino, 1, &had));
+		ck_assert_uint_eq(had, ino % 7 + 1);
+		ck_assert_uint_eq(mqfs_lookups_take(&t, ino), ino % 7);
+	}
+	ck_assert_uint_eq(t.count, 0);
+	ck_assert(!mqfs_lookups_forget(&t, 9, 1, &had));
+	ck_assert_int_eq(mqfs_lookups_add(&t, 9, UINT32_MAX), 0);
+	ck_assert_int_eq(mqfs_lookups_add(&t, 9, 1), -EOVERFLOW);
+	ck_assert_int_eq(mqfs_lookups_add(&t, 10, 1ull << 32), -EOVERFLOW);
+	ck_assert_uint_eq(t.count, 1);
+	ck_assert_uint_eq(mqfs_lookups_take(&t, 9), UINT32_MAX);
+	ck_assert_int_eq(mqfs_lookups_add(&t, 0, 1), -EINVAL);
+	mqfs_lookups_free(&t);
+}
+END_TEST
+
 START_TEST(test_icache_evicts_looked_up)
 {
 	enum { N = 1500 };
@@ -787,6 +820,7 @@ static Suite *inode_suite(void)
 	tcase_add_test(tc, test_icache_lru_bound);
 	tcase_add_test(tc, test_icache_evicts_looked_up);
 	tcase_add_test(tc, test_iget_change_evicted);
+	tcase_add_test(tc, test_lookups_table);
 	tcase_add_test(tc, test_iget_threads);
 	tcase_add_test(tc, test_locks_and_dio);
 	suite_add_tcase(s, tc);
