@@ -186,6 +186,8 @@ int mqfs_ctl_init(struct mqfs_ctl *c, struct mqfs_fs *fs,
 		mqfs_ctl_destroy(c);
 		return -ENOMEM;
 	}
+	pthread_mutex_init(&c->files_lock, NULL);
+	c->files_ready = true;
 	clock_gettime(CLOCK_REALTIME, &c->mtime);
 	ctl_add(c, CTL_NAME, CTL_ROOT_PARENT, CTL_DIR);
 	dir = c->nr_nodes;
@@ -206,6 +208,16 @@ int mqfs_ctl_init(struct mqfs_ctl *c, struct mqfs_fs *fs,
 
 void mqfs_ctl_destroy(struct mqfs_ctl *c)
 {
+	for (uint32_t i = 0; i < c->files_cap; i++)
+		free(c->files[i]);
+	free(c->files);
+	free(c->files_gen);
+	c->files = NULL;
+	c->files_gen = NULL;
+	c->files_cap = 0;
+	if (c->files_ready)
+		pthread_mutex_destroy(&c->files_lock);
+	c->files_ready = false;
 	free(c->nodes);
 	free(c->hctx_names);
 	c->nodes = NULL;
@@ -606,8 +618,48 @@ static int ctl_generate(struct mqfs_ctl *c, const struct mqfs_ctl_node *n,
 
 /* ---- open files --------------------------------------------------------- */
 
+/* Register @f: its handle, or 0 without memory.  files_lock held. */
+static uint64_t ctl_files_add_locked(struct mqfs_ctl *c, struct mqfs_ctl_file *f)
+{
+	uint32_t i = 0, cap;
+
+	while (i < c->files_cap && c->files[i])
+		i++;
+	if (i == c->files_cap) {
+		cap = c->files_cap ? 2 * c->files_cap : 16;
+		struct mqfs_ctl_file **fs = realloc(c->files,
+						    cap * sizeof(*fs));
+		uint32_t *gen;
+
+		if (!fs)
+			return 0;
+		c->files = fs;
+		gen = realloc(c->files_gen, cap * sizeof(*gen));
+		if (!gen)
+			return 0;
+		c->files_gen = gen;
+		for (uint32_t k = c->files_cap; k < cap; k++) {
+			c->files[k] = NULL;
+			c->files_gen[k] = 1;
+		}
+		c->files_cap = cap;
+	}
+	c->files[i] = f;
+	return (uint64_t)c->files_gen[i] << 32 | i;
+}
+
+/* The file of @fh, or NULL when stale.  files_lock held. */
+static struct mqfs_ctl_file *ctl_file_locked(struct mqfs_ctl *c, uint64_t fh)
+{
+	uint32_t i = (uint32_t)fh;
+
+	if (i >= c->files_cap || c->files_gen[i] != (uint32_t)(fh >> 32))
+		return NULL;
+	return c->files[i];
+}
+
 int mqfs_ctl_open(struct mqfs_ctl *c, uint64_t ino, int flags, uid_t uid,
-		  struct mqfs_ctl_file **out)
+		  uint64_t *fh)
 {
 	const struct mqfs_ctl_node *n = ctl_node(c, ino);
 	struct mqfs_ctl_file *f;
@@ -628,19 +680,47 @@ int mqfs_ctl_open(struct mqfs_ctl *c, uint64_t ino, int flags, uid_t uid,
 	f->node = (uint32_t)(ino - c->base);
 	/* A write-only open needs no text (and the tunable may be gone). */
 	ret = (flags & O_ACCMODE) == O_WRONLY ? 0 : ctl_generate(c, n, f);
-	if (ret) {
-		free(f);
-		return ret;
+	if (!ret) {
+		pthread_mutex_lock(&c->files_lock);
+		*fh = ctl_files_add_locked(c, f);
+		pthread_mutex_unlock(&c->files_lock);
+		ret = *fh ? 0 : -ENOMEM;
 	}
-	*out = f;
-	return 0;
+	if (ret)
+		free(f);
+	return ret;
 }
 
-size_t mqfs_ctl_read(const struct mqfs_ctl_file *f, uint64_t off,
-		     size_t size, const char **data)
+ssize_t mqfs_ctl_read(struct mqfs_ctl *c, uint64_t fh, uint64_t off,
+		      size_t size, char *dst)
 {
-	*data = f->text + MQ_MIN(off, (uint64_t)f->len);
-	return off >= f->len ? 0 : MQ_MIN(size, f->len - (size_t)off);
+	const struct mqfs_ctl_file *f;
+	ssize_t n = -EBADF;
+
+	pthread_mutex_lock(&c->files_lock);
+	f = ctl_file_locked(c, fh);
+	if (f) {
+		n = off >= f->len ? 0 :
+		    (ssize_t)MQ_MIN(size, f->len - (size_t)off);
+		memcpy(dst, f->text + MQ_MIN(off, (uint64_t)f->len),
+		       (size_t)n);
+	}
+	pthread_mutex_unlock(&c->files_lock);
+	return n;
+}
+
+void mqfs_ctl_release(struct mqfs_ctl *c, uint64_t fh)
+{
+	struct mqfs_ctl_file *f;
+
+	pthread_mutex_lock(&c->files_lock);
+	f = ctl_file_locked(c, fh);
+	if (f) {
+		c->files[(uint32_t)fh] = NULL;
+		c->files_gen[(uint32_t)fh]++;
+	}
+	pthread_mutex_unlock(&c->files_lock);
+	free(f);
 }
 
 /*
@@ -648,13 +728,21 @@ size_t mqfs_ctl_read(const struct mqfs_ctl_file *f, uint64_t off,
  * checks it and changes nothing when it refuses it (-EINVAL).  Returns
  * @size or a negative errno.
  */
-ssize_t mqfs_ctl_write(struct mqfs_ctl *c, struct mqfs_ctl_file *f,
-		       uid_t uid, const char *buf, size_t size)
+ssize_t mqfs_ctl_write(struct mqfs_ctl *c, uint64_t fh, uid_t uid,
+		       const char *buf, size_t size)
 {
-	const struct mqfs_ctl_node *n = &c->nodes[f->node];
+	const struct mqfs_ctl_node *n;
+	const struct mqfs_ctl_file *f;
 	char val[CTL_WRITE_MAX];
 	size_t len = size;
 	int ret;
+
+	pthread_mutex_lock(&c->files_lock);
+	f = ctl_file_locked(c, fh);
+	n = f ? &c->nodes[f->node] : NULL;
+	pthread_mutex_unlock(&c->files_lock);
+	if (!n)
+		return -EBADF;
 
 	ret = ctl_may_write(c, n, uid);
 	if (ret)
@@ -675,7 +763,3 @@ ssize_t mqfs_ctl_write(struct mqfs_ctl *c, struct mqfs_ctl_file *f,
 	return ret ? ret : (ssize_t)size;
 }
 
-void mqfs_ctl_release(struct mqfs_ctl_file *f)
-{
-	free(f);
-}

@@ -87,6 +87,16 @@ struct mqfs_ctl {
 	uint32_t nr_nodes;
 	char (*hctx_names)[16];
 	struct timespec mtime;
+	/*
+	 * Open files by handle (generation << 32 | index): a READ or WRITE
+	 * whose caller was killed may be served after the RELEASE that
+	 * followed it, and then meets a stale handle (-EBADF), never a
+	 * freed file.
+	 */
+	pthread_mutex_t files_lock;
+	bool files_ready;
+	struct mqfs_ctl_file **files;
+	uint32_t *files_gen, files_cap;
 };
 
 /* After mqfs_mount; 0 or -ENOMEM. */
@@ -108,15 +118,18 @@ int mqfs_ctl_setattr(const struct mqfs_ctl *c, uint64_t ino, uid_t uid,
 		     struct stat *out);
 int mqfs_ctl_readdir(const struct mqfs_ctl *c, uint64_t ino, uint64_t pos,
 		     bool plus, mqfs_fill_t fill, void *ctx);
-/* The text is generated at open; a write-open checks @uid. */
+/* The text is generated at open; a write-open checks @uid.  *fh: the
+ * handle for the calls below. */
 int mqfs_ctl_open(struct mqfs_ctl *c, uint64_t ino, int flags, uid_t uid,
-		  struct mqfs_ctl_file **out);
-size_t mqfs_ctl_read(const struct mqfs_ctl_file *f, uint64_t off,
-		     size_t size, const char **data);
-/* Applies the value at once: @size, -EINVAL (nothing changed), -EACCES. */
-ssize_t mqfs_ctl_write(struct mqfs_ctl *c, struct mqfs_ctl_file *f,
-		       uid_t uid, const char *buf, size_t size);
-void mqfs_ctl_release(struct mqfs_ctl_file *f);
+		  uint64_t *fh);
+/* Copy up to @size bytes at @off into @dst: bytes, or -EBADF. */
+ssize_t mqfs_ctl_read(struct mqfs_ctl *c, uint64_t fh, uint64_t off,
+		      size_t size, char *dst);
+/* Applies the value at once: @size, -EINVAL (nothing changed), -EACCES,
+ * -EBADF. */
+ssize_t mqfs_ctl_write(struct mqfs_ctl *c, uint64_t fh, uid_t uid,
+		       const char *buf, size_t size);
+void mqfs_ctl_release(struct mqfs_ctl *c, uint64_t fh);
 
 /* ---- decoding requests (decode.c) ---------------------------------------- */
 

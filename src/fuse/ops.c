@@ -59,11 +59,6 @@ static struct mqfs_file *file_of(uint64_t fh)
 	return (struct mqfs_file *)(uintptr_t)fh;
 }
 
-static struct mqfs_ctl_file *ctl_file_of(uint64_t fh)
-{
-	return (struct mqfs_ctl_file *)(uintptr_t)fh;
-}
-
 /* Give back lookup counts: the filesystem's only (control: none kept). */
 static void forget_ino(struct mqfs_daemon *d, uint64_t ino, uint64_t n)
 {
@@ -792,32 +787,36 @@ static void ctl_setattr(struct mqfs_req *r)
 static void ctl_open(struct mqfs_req *r)
 {
 	const struct fuse_open_in *in = req_arg(r);
-	struct mqfs_ctl_file *f = NULL;
+	uint64_t fh = 0;
 	int ret = mqfs_ctl_open(&r->d->ctl, req_ino(r), (int)in->flags,
-				r->m.h->uid, &f);
+				r->m.h->uid, &fh);
 
 	if (ret < 0)
 		mqfs_reply_err(r, ret);
-	else if (mqfs_reply_open(r, (uintptr_t)f, FOPEN_DIRECT_IO))
-		mqfs_ctl_release(f);
+	else if (mqfs_reply_open(r, fh, FOPEN_DIRECT_IO))
+		mqfs_ctl_release(&r->d->ctl, fh);
 }
 
 static void ctl_read(struct mqfs_req *r)
 {
 	const struct fuse_read_in *in = req_arg(r);
-	const char *data;
-	size_t n = mqfs_ctl_read(ctl_file_of(in->fh), in->offset, in->size,
-				 &data);
+	/* A copy: a killed reader's RELEASE may free the file meanwhile. */
+	ssize_t n = mqfs_ctl_read(&r->d->ctl, in->fh, in->offset,
+				  MQ_MIN((size_t)in->size, MQFS_SLOT_PAYLOAD),
+				  r->payload);
 
-	mqfs_reply(r, data, n);
+	if (n < 0)
+		mqfs_reply_err(r, (int)n);
+	else
+		mqfs_reply(r, r->payload, (size_t)n);
 }
 
 static void ctl_write(struct mqfs_req *r)
 {
 	const struct fuse_write_in *in = req_arg(r);
 	struct fuse_write_out o = { 0 };
-	ssize_t n = mqfs_ctl_write(&r->d->ctl, ctl_file_of(in->fh),
-				   r->m.h->uid, r->m.data, r->m.data_len);
+	ssize_t n = mqfs_ctl_write(&r->d->ctl, in->fh, r->m.h->uid,
+				   r->m.data, r->m.data_len);
 
 	if (n < 0) {
 		mqfs_reply_err(r, (int)n);
@@ -831,7 +830,7 @@ static void ctl_release(struct mqfs_req *r)
 {
 	const struct fuse_release_in *in = req_arg(r);
 
-	mqfs_ctl_release(ctl_file_of(in->fh));
+	mqfs_ctl_release(&r->d->ctl, in->fh);
 	mqfs_reply_err(r, 0);
 }
 

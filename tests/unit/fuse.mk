@@ -6,5 +6,5 @@ check_PROGRAMS += $(FUSE_UNIT_TESTS)
 TESTS += $(FUSE_UNIT_TESTS)
 endif
 tests_unit_test_fuse_CFLAGS = $(UNIT_CFLAGS) $(FUSE_CFLAGS) \
-	-I$(top_srcdir)/src/fuse
+	-I$(top_srcdir)/src/fuse -I$(top_srcdir)/src/fs
 tests_unit_test_fuse_LDADD = libmqfuse.a $(UNIT_LDADD) $(FUSE_LIBS)

@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "fuse_i.h"
+#include "t_fs.h"
 
 /* ---- building messages ---------------------------------------------------- */
 
@@ -477,6 +478,44 @@ START_TEST(test_bdi_cap)
 }
 END_TEST
 
+/*
+ * A READ whose caller was killed can be served after the RELEASE that
+ * followed it (another worker took it): the control file's handle is
+ * then stale and the read -EBADF, not a read of freed memory (ASan
+ * found that in dontcache.sh).  A new open never gets the old handle.
+ */
+START_TEST(test_ctl_stale_handle)
+{
+	struct mqfs_daemon d;
+	struct mqfs_entry dir, e;
+	uint64_t fh, fh2;
+	struct t_fs t;
+	char buf[4096];
+
+	memset(&d, 0, sizeof(d));
+	t_fs_make(&t, 16 * T_FS_MIB);
+	ck_assert_int_eq(mqfs_ctl_init(&d.ctl, t.fs, &d), 0);
+	ck_assert_int_eq(mqfs_ctl_lookup(&d.ctl, FUSE_ROOT_ID, ".mqfs", &dir),
+			 0);
+	ck_assert_int_eq(mqfs_ctl_lookup(&d.ctl, dir.ino, "fs", &dir), 0);
+	ck_assert_int_eq(mqfs_ctl_lookup(&d.ctl, dir.ino, "dontcache", &e), 0);
+	ck_assert_int_eq(mqfs_ctl_open(&d.ctl, e.ino, O_RDONLY, 0, &fh), 0);
+	ck_assert_int_gt(mqfs_ctl_read(&d.ctl, fh, 0, sizeof(buf), buf), 0);
+	mqfs_ctl_release(&d.ctl, fh);
+	ck_assert_int_eq(mqfs_ctl_read(&d.ctl, fh, 0, sizeof(buf), buf),
+			 -EBADF);
+	ck_assert_int_eq(mqfs_ctl_write(&d.ctl, fh, 0, "1\n", 2), -EBADF);
+	mqfs_ctl_release(&d.ctl, fh);		/* twice: nothing */
+	ck_assert_int_eq(mqfs_ctl_open(&d.ctl, e.ino, O_RDONLY, 0, &fh2), 0);
+	ck_assert_uint_ne(fh2, fh);		/* same slot, new generation */
+	ck_assert_int_eq(mqfs_ctl_read(&d.ctl, fh, 0, sizeof(buf), buf),
+			 -EBADF);
+	ck_assert_int_gt(mqfs_ctl_read(&d.ctl, fh2, 0, sizeof(buf), buf), 0);
+	mqfs_ctl_destroy(&d.ctl);		/* frees what is still open */
+	t_fs_destroy(&t);
+}
+END_TEST
+
 static Suite *fuse_suite(void)
 {
 	Suite *s = suite_create("fuse");
@@ -491,6 +530,7 @@ static Suite *fuse_suite(void)
 	tcase_add_test(tc, test_cancellable_once);
 	tcase_add_test(tc, test_dirbuf);
 	tcase_add_test(tc, test_bdi_cap);
+	tcase_add_test(tc, test_ctl_stale_handle);
 	suite_add_tcase(s, tc);
 	return s;
 }
