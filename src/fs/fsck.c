@@ -344,36 +344,35 @@ static int fk_sb_candidate(struct fsck *f, uint64_t blk, void *buf)
 	return 0;
 }
 
+/* The copy places of a filesystem of @blocks blocks in AGs of @ag_blocks. */
+static unsigned fk_sb_places(uint64_t blocks, uint32_t ag_blocks,
+			     uint64_t *out, unsigned max)
+{
+	struct mqfs_super g = {
+		.block_count = blocks, .ag_blocks = ag_blocks,
+		.ag_count = (uint32_t)((blocks + ag_blocks - 1) / ag_blocks),
+		.feature_ro_compat = MQFS_FEATURE_RO_COMPAT_SB_BACKUPS,
+	};
+
+	return mqfs_sb_copies(&g, out, max);
+}
+
 /*
- * Where copies may be when block 0 cannot say: the end of the device
- * and of @bad's filesystem, then the sparse AG copies of @bad's geometry
- * (if it is sane enough) and of mkfs's default one.  How many in @out.
+ * Where copies may be when block 0 cannot say: those of @bad's geometry
+ * (if it is sane enough: its end first, then its AG copies), then those
+ * of mkfs's default geometry on this device.  How many in @out.
  */
 static unsigned fk_sb_guesses(struct fsck *f, const struct mqfs_super *bad,
 			      uint64_t *out, unsigned max)
 {
-	struct mqfs_super g = { .block_count = f->dev_blocks,
-				.ag_blocks = MQFS_AG_MAX_BLOCKS };
 	unsigned n = 0;
 
-	g.feature_ro_compat = MQFS_FEATURE_RO_COMPAT_SB_BACKUPS;
-	for (int pass = 0; pass < 2; pass++) {
-		if (pass == 0 && bad->hdr.magic == MQFS_MAGIC &&
-		    bad->block_count && bad->block_count <= f->dev_blocks &&
-		    bad->ag_blocks >= 64 && bad->ag_blocks <= MQFS_AG_MAX_BLOCKS) {
-			g.block_count = bad->block_count;
-			g.ag_blocks = bad->ag_blocks;
-		} else if (pass == 0) {
-			continue;
-		} else {
-			g.block_count = f->dev_blocks;
-			g.ag_blocks = MQFS_AG_MAX_BLOCKS;
-		}
-		g.ag_count = (uint32_t)((g.block_count + g.ag_blocks - 1) /
-					g.ag_blocks);
-		n += mqfs_sb_copies(&g, out + n, max - n);
-	}
-	return n;
+	if (bad->hdr.magic == MQFS_MAGIC && bad->block_count &&
+	    bad->block_count <= f->dev_blocks && bad->ag_blocks >= 64 &&
+	    bad->ag_blocks <= MQFS_AG_MAX_BLOCKS)
+		n = fk_sb_places(bad->block_count, bad->ag_blocks, out, max);
+	return n + fk_sb_places(f->dev_blocks, MQFS_AG_MAX_BLOCKS, out + n,
+				max - n);
 }
 
 /* Work from the copy at @blk in @buf (from -b or a guess). */
