@@ -252,6 +252,7 @@ int mqfs_open(struct mqfs_fs *fs, uint64_t ino, int flags,
 	f->ip = ip;
 	f->flags = flags;
 	mqfs_ra_init(&f->ra);
+	mqfs_file_reads_init(f);
 	mqfs_ino_open_inc(fs, ip);
 	*out = f;
 	return 0;
@@ -259,6 +260,7 @@ int mqfs_open(struct mqfs_fs *fs, uint64_t ino, int flags,
 
 int mqfs_release(struct mqfs_fs *fs, struct mqfs_file *f)
 {
+	mqfs_file_reads_drain(f);
 	mqfs_ra_release(fs, &f->ra);
 	mqfs_ino_open_dec(fs, f->ip);
 	mqfs_iput(fs, f->ip);

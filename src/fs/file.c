@@ -145,6 +145,7 @@ static int file_zero_partial(struct mqfs_fs *fs, struct mqfs_ino *ip,
 struct file_aio {
 	struct mqfs_fs *fs;
 	struct mqfs_ino *ip;
+	struct mqfs_file *f;		/* a read's file, counted in f->reads */
 	bool is_write;
 	mqfs_read_done_t read_done;
 	mqfs_write_done_t write_done;
@@ -186,10 +187,48 @@ static void file_aio_free(struct file_aio *a)
 		file_buf_free(a->fs, a->bounce, a->nblocks);
 }
 
+void mqfs_file_reads_init(struct mqfs_file *f)
+{
+	pthread_mutex_init(&f->reads_lock, NULL);
+	pthread_cond_init(&f->reads_cond, NULL);
+	f->reads = 0;
+}
+
+static void file_reads_begin(struct mqfs_file *f)
+{
+	pthread_mutex_lock(&f->reads_lock);
+	f->reads++;
+	pthread_mutex_unlock(&f->reads_lock);
+}
+
+/* The last thing a read does with @f: it may be freed at once after. */
+static void file_reads_end(struct mqfs_file *f)
+{
+	pthread_mutex_lock(&f->reads_lock);
+	MQ_ASSERT(f->reads > 0);
+	if (!--f->reads)
+		pthread_cond_broadcast(&f->reads_cond);
+	pthread_mutex_unlock(&f->reads_lock);
+}
+
+void mqfs_file_reads_drain(struct mqfs_file *f)
+{
+	/* A read we wait for may sit in this thread's plug. */
+	mq_flush_plug();
+	pthread_mutex_lock(&f->reads_lock);
+	while (f->reads)
+		pthread_cond_wait(&f->reads_cond, &f->reads_lock);
+	pthread_mutex_unlock(&f->reads_lock);
+	pthread_cond_destroy(&f->reads_cond);
+	pthread_mutex_destroy(&f->reads_lock);
+}
+
 /*
  * All bios are done.  The inode's I/O count drops before the reply: the
- * reply may let the front end release (and free) the inode.  Nothing of
- * @a is touched after the callback: it may reuse the memory at once.
+ * reply may let the front end release (and free) the inode.  A read may
+ * be answered early (interrupted) and its file released meanwhile: the
+ * release waits for the file's read count, dropped last.  Nothing of @a
+ * is touched after the callback: it may reuse the memory at once.
  */
 static void file_aio_complete(struct file_aio *a)
 {
@@ -198,16 +237,19 @@ static void file_aio_complete(struct file_aio *a)
 	mqfs_read_done_t read_done = a->read_done;
 	const char *data = a->buf + a->skew;
 	ssize_t res = err ? err : (ssize_t)a->len;
+	struct mqfs_file *f = a->f;
 	void *arg = a->arg;
 
 	mqfs_ino_dio_end(a->ip);
 	if (a->is_write)
 		mqfs_ino_data_changed(a->ip);
 	file_aio_free(a);
-	if (write_done)
+	if (write_done) {
 		write_done(arg, res);
-	else
+	} else {
 		read_done(arg, err ? NULL : data, res);
+		file_reads_end(f);
+	}
 }
 
 static void file_aio_end_io(struct mq_bio *bio)
@@ -310,14 +352,17 @@ void mqfs_read(struct mqfs_fs *fs, struct mqfs_file *f, uint64_t off,
 {
 	struct mqfs_ra_win *w = NULL;
 
+	/* Answered, the read may be released meanwhile: not before this. */
+	file_reads_begin(f);
 	if (f->dontcache) {
 		if (mqfs_ra_serve(fs, f, off, size, done, arg))
-			return;
+			goto out;
 		w = mqfs_ra_note(fs, f, off, size);
 	}
-	/* Once this is answered only a claimed window keeps @f alive. */
 	mqfs_file_read_device(fs, f, off, size, buf, io, done, arg);
 	mqfs_ra_start(fs, f, w);
+out:
+	file_reads_end(f);
 }
 
 void mqfs_file_read_device(struct mqfs_fs *fs, struct mqfs_file *f,
@@ -358,6 +403,8 @@ void mqfs_file_read_device(struct mqfs_fs *fs, struct mqfs_file *f,
 	}
 	mqfs_ino_dio_start(ip);
 	pthread_rwlock_unlock(&ip->lock);
+	a->f = f;
+	file_reads_begin(f);
 	file_aio_submit(fs, a);
 }
 

@@ -584,7 +584,20 @@ struct mqfs_file {
 	int flags;			/* open(2) flags */
 	bool dontcache;			/* write-behind and read-ahead */
 	struct mqfs_ra ra;
+	/*
+	 * Reads of this file still running.  An interrupted read is
+	 * answered before its device I/O ends, so the close may come
+	 * first: mqfs_release waits for them (under the lock, so the
+	 * last one is done with the file before it is freed).
+	 */
+	pthread_mutex_t reads_lock;
+	pthread_cond_t reads_cond;
+	unsigned reads;
 };
+
+void mqfs_file_reads_init(struct mqfs_file *f);
+/* Until no read of @f runs; then the counter is gone. */
+void mqfs_file_reads_drain(struct mqfs_file *f);
 
 /*
  * Largest file: 64 TiB (2^34 blocks).  Writes, truncates and fallocate
