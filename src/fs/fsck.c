@@ -505,6 +505,36 @@ static int fk_sb_misplaced(struct fsck *f)
 	return 0;
 }
 
+/*
+ * Block 0 has features this fsck does not know: a newer mqfs, or damage
+ * the checksum does not show.  A copy without them is named for -b but
+ * never taken unasked: a newer mqfs may have set them after the copies
+ * were last written (at a clean unmount), and dropping an incompat
+ * feature would misread everything that depends on it.
+ */
+static void fk_sb_hint_copy(struct fsck *f)
+{
+	uint64_t cand[2 * MQFS_SB_COPIES_MAX];
+	uint8_t *buf = mqfs_alloc_blocks_mem(1);
+	unsigned n;
+
+	if (!buf)
+		return;
+	n = fk_sb_guesses(f, f->sb, cand, MQ_ARRAY_SIZE(cand));
+	for (unsigned i = 0; i < n; i++) {
+		if (fk_sb_candidate(f, cand[i], buf) ||
+		    mqfs_super_unknown_features((void *)buf) != MQFS_FEAT_KNOWN)
+			continue;
+		fprintf(stderr, "fsck.mqfs: the superblock copy in block %llu "
+			"has none of them: if block 0 is damaged, "
+			"'fsck.mqfs -b %llu' works from that copy\n",
+			(unsigned long long)cand[i],
+			(unsigned long long)cand[i]);
+		break;
+	}
+	free(buf);
+}
+
 static int fk_pass_super(struct fsck *f)
 {
 	const char *why;
@@ -533,6 +563,8 @@ static int fk_pass_super(struct fsck *f)
 		fprintf(stderr, "fsck.mqfs: the filesystem has features this "
 			"fsck does not know (incompat 0x%x, ro_compat 0x%x)\n",
 			f->sb->feature_incompat, f->sb->feature_ro_compat);
+		if (!f->sb_restored)
+			fk_sb_hint_copy(f);
 		return -EOPNOTSUPP;
 	}
 	fk_sb_layout(f);
