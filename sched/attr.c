@@ -96,6 +96,22 @@ int mq_queue_attr_show(struct mq_queue *q, const char *name, char *buf,
 	return 0;
 }
 
+int mq_queue_prio_stats(struct mq_queue *q, struct mq_prio_stats *out)
+{
+	int ret = -ENOENT;
+
+	memset(out, 0, sizeof(*out));
+	mq_flush_plug();	/* a switch may be waiting for our plug */
+	pthread_mutex_lock(&q->attr_lock);
+	if (q->elv_type && q->elv_type->ops->prio_stats) {
+		for (unsigned i = 0; i < q->nr_hw_queues; i++)
+			q->elv_type->ops->prio_stats(q->hctxs[i]->elevator, out);
+		ret = 0;
+	}
+	pthread_mutex_unlock(&q->attr_lock);
+	return ret;
+}
+
 /* A decimal in [0, @max], trailing blanks allowed, as sysfs takes it. */
 static int attr_parse_ulong(const char *value, unsigned long max,
 			    unsigned long *out)

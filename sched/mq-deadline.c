@@ -618,6 +618,19 @@ void mq_dd_stats(struct mq_elevator *e, uint64_t out[3][4])
 	pthread_mutex_unlock(&e->lock);
 }
 
+static void dd_prio_stats(struct mq_elevator *e, struct mq_prio_stats *sum)
+{
+	uint64_t st[DD_PRIO_COUNT][4];
+
+	mq_dd_stats(e, st);
+	for (int prio = 0; prio < DD_PRIO_COUNT; prio++) {
+		sum->level[prio].inserted += st[prio][0];
+		sum->level[prio].merged += st[prio][1];
+		sum->level[prio].dispatched += st[prio][2];
+		sum->level[prio].completed += st[prio][3];
+	}
+}
+
 /* ---- registration ---------------------------------------------------- */
 
 #define DD_ATTR(n, field, lo, hi, sc, h)				\
@@ -656,6 +669,7 @@ static const struct mq_elevator_ops dd_ops = {
 	.latter_request		= dd_latter_request,
 	.prepare_request	= dd_prepare_request,
 	.finish_request		= dd_finish_request,
+	.prio_stats		= dd_prio_stats,
 };
 
 const struct mq_elevator_type mq_elv_deadline = {

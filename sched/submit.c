@@ -16,6 +16,21 @@
 #include "blk_i.h"
 #include "elv_i.h"
 
+static _Thread_local enum mq_prio_class task_prio;
+
+enum mq_prio_class mq_set_task_prio(enum mq_prio_class c)
+{
+	enum mq_prio_class old = task_prio;
+
+	task_prio = c;
+	return old;
+}
+
+enum mq_prio_class mq_task_prio(void)
+{
+	return task_prio;
+}
+
 static void submit_count_merge(struct mq_sw_ctx *ctx, const struct mq_bio *bio,
 			       _Atomic uint64_t *kind)
 {
@@ -136,6 +151,8 @@ void mq_submit_bio(struct mq_queue *q, struct mq_bio *bio)
 		submit_fail_bio(bio, bad);
 		return;
 	}
+	if (bio->prio_class == MQ_PRIO_NONE && !(bio->flags & MQ_REQ_META))
+		bio->prio_class = (uint8_t)task_prio;
 	mq_queue_enter(q, ctx, 1);
 	mq_stat_inc_shared(&ctx->stats.bios[mq_op_dir(bio->op)], 1);
 	if (submit_try_merge(q, ctx, plug, bio)) {

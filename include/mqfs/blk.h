@@ -57,6 +57,17 @@ enum mq_prio_class {
 	MQ_PRIO_IDLE,
 };
 
+/*
+ * The calling thread's I/O priority class, as the kernel's task
+ * io_context priority (bio_set_ioprio): a data bio submitted with
+ * MQ_PRIO_NONE takes it.  Metadata (MQ_REQ_META) keeps NONE: it is
+ * shared (the journal, an inode table block), and a demoted metadata
+ * read would hold back every caller waiting for the same buffer.
+ * Returns the class set before, for the caller to put back.
+ */
+enum mq_prio_class mq_set_task_prio(enum mq_prio_class c);
+enum mq_prio_class mq_task_prio(void);
+
 struct mq_bio;
 typedef void (*mq_bio_end_io_t)(struct mq_bio *bio);
 
@@ -320,6 +331,21 @@ struct mq_queue_stats {
 /* Sum over all hardware queues (@hctx < 0) or one of them. */
 int mq_queue_get_stats(struct mq_queue *q, int hctx,
 		       struct mq_queue_stats *out);
+
+/*
+ * Requests per priority level, summed over the hardware queues, as
+ * mq-deadline counts them ([0] RT, [1] BE with NONE, [2] IDLE).
+ * queued (the kernel's debugfs "queued") = inserted - completed;
+ * owned_by_driver = dispatched + merged - completed.
+ */
+struct mq_prio_stats {
+	struct {
+		uint64_t inserted, merged, dispatched, completed;
+	} level[3];
+};
+
+/* 0, or -ENOENT when the elevator keeps no priority levels (none). */
+int mq_queue_prio_stats(struct mq_queue *q, struct mq_prio_stats *out);
 
 /* Print the summed statistics as text (the daemon's exit report). */
 void mq_queue_stats_print(struct mq_queue *q, FILE *out);

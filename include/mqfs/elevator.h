@@ -82,6 +82,8 @@ struct mq_elevator_ops {
 	void (*prepare_request)(struct mq_elevator *e, struct mq_request *rq);
 	/* Optional.  @rq completed or was freed after a merge.  No lock. */
 	void (*finish_request)(struct mq_elevator *e, struct mq_request *rq);
+	/* Optional.  Add the per-level counts to @sum.  Takes the lock. */
+	void (*prio_stats)(struct mq_elevator *e, struct mq_prio_stats *sum);
 };
 
 /*

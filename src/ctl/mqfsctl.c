@@ -136,6 +136,26 @@ static int parse_num(const char *s, double min, double *out)
 	return errno || end == s || *end || *out < min ? -1 : 0;
 }
 
+/*
+ * Requests per I/O priority class since mount (mq-deadline keeps them;
+ * with "none" the file is not there and nothing is printed).
+ */
+static void print_prio(const char *mnt)
+{
+	char path[4096], line[256];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/" CTL_DIR "/queue/iosched/prio_stat",
+		 mnt);
+	f = fopen(path, "r");
+	if (!f)
+		return;
+	printf("\nrequests by I/O priority class, since mount:\n");
+	while (fgets(line, sizeof(line), f))
+		fputs(line, stdout);
+	fclose(f);
+}
+
 /* stat MNT [INTERVAL [COUNT]]: one report of INTERVAL (1 s) by default. */
 static int cmd_stat(int argc, char **argv)
 {
@@ -159,6 +179,7 @@ static int cmd_stat(int argc, char **argv)
 		print_delta("mqfs", &a, &b);
 		a = b;
 	}
+	print_prio(argv[0]);
 	return 0;
 }
 

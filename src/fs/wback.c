@@ -31,6 +31,10 @@
  * A write-back error (EIO, ENOSPC) loses that write's data, as a failed
  * page-cache writeback does, and is reported by the next fsync or close.
  *
+ * The bios of an entry carry the I/O priority class of the write that
+ * filled it (the flusher's own is NONE): an idle-class writer's
+ * write-behind stays idle.
+ *
  * Buffers come from a pool of power-of-two classes (4 KiB - 1 MiB) kept
  * within the bound: a drop returns the buffer to its class, so a steady
  * stream allocates nothing.
@@ -69,6 +73,7 @@ struct wb_entry {
 	uint32_t len;
 	uint8_t cls;			/* buffer class */
 	uint8_t state;			/* enum wb_state */
+	uint8_t prio;			/* the writer's I/O priority class */
 	bool convert;			/* has unwritten blocks to mark */
 	int error;
 	void *buf;
@@ -236,6 +241,8 @@ static struct wb_entry *wb_entry_new(struct mqfs_ino *ip, uint64_t off,
 	e->off = off;
 	e->len = (uint32_t)size;
 	e->cls = (uint8_t)wb_class(e->len);
+	/* The flusher writes it with the priority of the write it holds. */
+	e->prio = (uint8_t)mq_task_prio();
 	e->bios = &e->bio1;
 	e->cap = 1;
 	return e;
@@ -296,6 +303,7 @@ static struct wb_entry *wb_enter_locked(struct mqfs_wback *wb,
 		return NULL;
 	if (old) {			/* a rewrite of pending bytes */
 		old->state = WB_FILLING;
+		old->prio = e->prio;
 		wb_release_locked(wb, e);
 		wb_entry_free(e);
 		return old;
@@ -461,6 +469,7 @@ static int wb_add_bios(struct wb_entry *e, uint64_t pblk, uint64_t boff,
 			    (char *)e->buf + boff * WB_BS, (uint32_t)(k * WB_BS),
 			    wb_end_io, e);
 		bio->flags = MQ_REQ_COMPLETE_IN_TASK | MQ_REQ_DONTCACHE;
+		bio->prio_class = e->prio;
 		pblk += k;
 		boff += k;
 		n -= k;

@@ -7,6 +7,7 @@
  *
  *   .mqfs/queue/scheduler, .mqfs/queue/<attr>   /sys/block/DEV/queue/
  *   .mqfs/queue/iosched/<tunable>               the elevator's tunables
+ *   .mqfs/queue/iosched/{queued,owned_by_driver,prio_stat}  per priority
  *   .mqfs/queue/stat                            /sys/block/DEV/stat
  *   .mqfs/hctx<N>/{dispatched,run,requeues,dispatch_busy,tags,io}
  *   .mqfs/fs/{space,cache,journal,dontcache}
@@ -44,6 +45,13 @@ enum ctl_kind {
 	CTL_HCTX,	/* hctx<N>/<file>: @arg = N, @file below */
 	CTL_FS,		/* fs/<file> */
 	CTL_FUSE,	/* fuse/<file> */
+	CTL_PRIO,	/* queue/iosched/<file>: per priority level */
+};
+
+/* mq-deadline's debugfs "queued" and "owned_by_driver", and all counts. */
+enum ctl_prio_file { PF_QUEUED, PF_OWNED, PF_STAT, PF_COUNT };
+static const char *const ctl_prio_files[PF_COUNT] = {
+	"queued", "owned_by_driver", "prio_stat",
 };
 
 enum ctl_hctx_file { HF_DISPATCHED, HF_RUN, HF_REQUEUES, HF_BUSY, HF_TAGS,
@@ -144,6 +152,9 @@ static void ctl_add_queue(struct mqfs_ctl *c, uint32_t queue)
 				ctl_add(c, t->attrs[j].name, iosched,
 					CTL_ELVATTR)->writable = true;
 	}
+	for (unsigned f = 0; f < PF_COUNT; f++)
+		ctl_add(c, ctl_prio_files[f], iosched, CTL_PRIO)->file =
+			(uint8_t)f;
 }
 
 static void ctl_add_hctx(struct mqfs_ctl *c, unsigned i)
@@ -244,11 +255,17 @@ static const struct mqfs_ctl_node *ctl_node(const struct mqfs_ctl *c,
 	return mqfs_ctl_owns(c, ino) ? &c->nodes[ino - c->base] : NULL;
 }
 
-/* An iosched tunable is there only while the elevator has it. */
+/*
+ * An iosched tunable is there only while the elevator has it, the
+ * priority counts while it keeps priority levels.
+ */
 static bool ctl_visible(const struct mqfs_ctl *c, const struct mqfs_ctl_node *n)
 {
 	const struct mq_elevator_type *t;
+	struct mq_prio_stats ps;
 
+	if (n->kind == CTL_PRIO)
+		return !mq_queue_prio_stats(c->q, &ps);
 	if (n->kind != CTL_ELVATTR)
 		return true;
 	t = mq_elv_find(mq_queue_elevator_name(c->q));
@@ -447,6 +464,37 @@ static void text_qstat(struct mqfs_ctl *c, struct mqfs_ctl_file *f)
 		 0u);
 }
 
+/* Per level, RT BE IDLE, in the kernel's mq-deadline debugfs terms. */
+static int text_prio(struct mqfs_ctl *c, const struct mqfs_ctl_node *n,
+		     struct mqfs_ctl_file *f)
+{
+	static const char *const level[3] = { "RT", "BE", "IDLE" };
+	struct mq_prio_stats ps;
+
+	if (mq_queue_prio_stats(c->q, &ps))
+		return -ENOENT;		/* switched to none meanwhile */
+	if (n->file == PF_STAT)
+		text_add(f, "class inserted merged dispatched completed\n");
+	for (int l = 0; l < 3; l++) {
+		uint64_t ins = ps.level[l].inserted, mrg = ps.level[l].merged,
+			 dsp = ps.level[l].dispatched,
+			 done = ps.level[l].completed;
+
+		if (n->file == PF_QUEUED)
+			text_add(f, "%s%" PRIu64, l ? " " : "", ins - done);
+		else if (n->file == PF_OWNED)
+			text_add(f, "%s%" PRIu64, l ? " " : "",
+				 dsp + mrg - done);
+		else
+			text_add(f, "%s %" PRIu64 " %" PRIu64 " %" PRIu64
+				 " %" PRIu64 "\n", level[l], ins, mrg, dsp,
+				 done);
+	}
+	if (n->file != PF_STAT)
+		text_add(f, "\n");
+	return 0;
+}
+
 /* blk-mq debugfs: "dispatched" is the histogram of batch sizes. */
 static void text_hctx_dispatched(const struct mq_queue_stats *s,
 				 struct mqfs_ctl_file *f)
@@ -612,6 +660,8 @@ static int ctl_generate(struct mqfs_ctl *c, const struct mqfs_ctl_node *n,
 	case CTL_FUSE:
 		text_fuse(c, n, f);
 		return 0;
+	case CTL_PRIO:
+		return text_prio(c, n, f);
 	}
 	return -EISDIR;
 }

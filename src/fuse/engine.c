@@ -25,6 +25,9 @@
  * frees the slot.  Every other request runs to its end and is answered
  * normally, which the protocol allows; an INTERRUPT itself is never
  * answered (an EAGAIN would have to go to the channel of the original).
+ *
+ * Priorities: the bios a handler submits carry its caller's I/O
+ * priority class (ioprio.c), as a kernel filesystem's carry the task's.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -275,10 +278,26 @@ static void eng_bad(struct mqfs_req *r, int err, size_t n)
 		mqfs_reply_none(r);
 }
 
+/*
+ * The class of the bios that serve @r: the caller's I/O priority.  The
+ * kernel's own writeback of cached pages (and a request without a
+ * caller) keeps NONE, as the kernel's writeback does.
+ */
+static enum mq_prio_class eng_caller_prio(struct mqfs_req *r)
+{
+	const struct fuse_write_in *w = r->m.arg;
+
+	if (r->m.h->opcode == FUSE_WRITE && (w->write_flags & FUSE_WRITE_CACHE))
+		return MQ_PRIO_NONE;
+	return mqfs_ioprio_class(mqfs_ioprio_of(&r->d->ioprio,
+						(pid_t)r->m.h->pid));
+}
+
 static void eng_dispatch(struct mqfs_req *r)
 {
 	struct mqfs_daemon *d = r->d;
 	uint32_t op = r->m.h->opcode;
+	enum mq_prio_class prio;
 	struct mq_plug plug;
 
 	if (op == FUSE_INIT) {
@@ -288,12 +307,14 @@ static void eng_dispatch(struct mqfs_req *r)
 	} else if (op == FUSE_INTERRUPT) {
 		eng_interrupt(r);
 	} else {
+		prio = mq_set_task_prio(eng_caller_prio(r));
 		/* Sized 1: the filesystem raises it for what it issues. */
 		if (d->plug)
 			mq_start_plug(&plug, 1);
 		mqfs_ops_dispatch(r);
 		if (d->plug)
 			mq_finish_plug(&plug);
+		mq_set_task_prio(prio);
 	}
 }
 

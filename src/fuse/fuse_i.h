@@ -2,7 +2,8 @@
 /*
  * fuse_i.h - the FUSE daemon's private interfaces: its configuration
  * (opts.c), the control surface (ctl.c), its own FUSE protocol engine
- * (decode.c, pool.c, engine.c, init.c), the operations (ops.c, reply.c),
+ * (decode.c, pool.c, engine.c, init.c), the callers' I/O priorities
+ * (ioprio.c), the operations (ops.c, reply.c),
  * the writeback throttle (bdi.c) and the background start (daemon.c),
  * tied together by main.c.  libfuse does the mounting and the option
  * parsing; mqfs reads and answers /dev/fuse itself.
@@ -211,6 +212,38 @@ void mqfs_pool_destroy(struct mqfs_pool *p);
 struct mqfs_req *mqfs_pool_get(struct mqfs_pool *p);
 void mqfs_pool_put(struct mqfs_pool *p, struct mqfs_req *r);
 
+/* ---- callers' I/O priorities (ioprio.c) ----------------------------------- */
+
+/* How long a thread's answer is kept; ionice -p shows within this. */
+#define MQFS_IOPRIO_TTL_NS	(100 * 1000 * 1000ull)
+#define MQFS_IOPRIO_BITS	8	/* 256 threads remembered */
+
+/* ioprio_get(IOPRIO_WHO_PROCESS, @tid): the kernel's value, or -errno. */
+typedef int (*mqfs_ioprio_get_t)(pid_t tid);
+
+struct mqfs_ioprio_slot {
+	pid_t tid;			/* 0: empty */
+	uint16_t ioprio;		/* class << 13 | level */
+	uint64_t at;			/* when asked, ns */
+};
+
+struct mqfs_ioprio {
+	pthread_mutex_t lock;
+	mqfs_ioprio_get_t get;
+	uint64_t (*now_ns)(void);
+	struct mqfs_ioprio_slot slot[1u << MQFS_IOPRIO_BITS];
+	atomic_uint_fast64_t hits, misses;
+};
+
+/* @get NULL: the system call; @now_ns NULL: the monotonic clock. */
+void mqfs_ioprio_init(struct mqfs_ioprio *c, mqfs_ioprio_get_t get,
+		      uint64_t (*now_ns)(void));
+void mqfs_ioprio_destroy(struct mqfs_ioprio *c);
+/* The I/O priority of thread @tid (0, NONE, for tid <= 0 or a gone one). */
+int mqfs_ioprio_of(struct mqfs_ioprio *c, pid_t tid);
+/* The class of a kernel ioprio value (NONE for one mqfs does not know). */
+enum mq_prio_class mqfs_ioprio_class(int ioprio);
+
 /* ---- the protocol engine (engine.c) --------------------------------------- */
 
 /* What the engine counts, for .mqfs/fuse/stat. */
@@ -395,6 +428,7 @@ struct mqfs_daemon {
 	enum mqfs_cache_mode cache;	/* the mount's; files may differ */
 	unsigned max_background;	/* asked for at INIT */
 	struct mqfs_bdi bdi;		/* the writeback limits */
+	struct mqfs_ioprio ioprio;	/* the callers' I/O priorities */
 };
 
 /* Serve one decoded request (any opcode but INIT and INTERRUPT). */

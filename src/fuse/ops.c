@@ -945,6 +945,7 @@ void mqfs_daemon_init(struct mqfs_daemon *d, const struct mqfs_config *cfg)
 	};
 	d->eng.done_fd = -1;
 	mqfs_bdi_init(&d->bdi, cfg->bdi_max_ratio);
+	mqfs_ioprio_init(&d->ioprio, NULL, NULL);
 }
 
 void mqfs_daemon_destroy(struct mqfs_daemon *d)
@@ -952,4 +953,5 @@ void mqfs_daemon_destroy(struct mqfs_daemon *d)
 	mqfs_ctl_destroy(&d->ctl);
 	mqfs_engine_destroy(&d->eng);
 	mqfs_bdi_destroy(&d->bdi);
+	mqfs_ioprio_destroy(&d->ioprio);
 }

@@ -21,7 +21,8 @@ FUSE_INTEGRATION_TESTS = \
 	tests/integration/interrupt.sh \
 	tests/integration/killpriv.sh \
 	tests/integration/exclusive.sh \
-	tests/integration/crash.sh
+	tests/integration/crash.sh \
+	tests/integration/ionice.sh
 
 TESTS += $(FUSE_INTEGRATION_TESTS)
 EXTRA_DIST += $(FUSE_INTEGRATION_TESTS) tests/integration/lib.sh \

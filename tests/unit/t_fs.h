@@ -34,15 +34,23 @@ struct t_fs {
 	struct mqfs_mkfs_opts mkfs;
 	struct mqfs_mount_opts mount;
 	uint64_t fault_seed;		/* the fault device's; 0: 1 */
+	const char *elevator;		/* NULL: "none" */
 };
 
-static inline struct mq_queue *t_fs_queue(struct mq_dev *dev)
+static inline struct mq_queue *t_fs_queue_elv(struct mq_dev *dev,
+					      const char *elevator)
 {
-	struct mq_queue_config cfg = { .elevator = "none" };
+	struct mq_queue_config cfg = { .elevator = elevator ? elevator
+							    : "none" };
 	struct mq_queue *q = mq_queue_create(dev, &cfg);
 
 	ck_assert_msg(q != NULL, "t_fs: queue");
 	return q;
+}
+
+static inline struct mq_queue *t_fs_queue(struct mq_dev *dev)
+{
+	return t_fs_queue_elv(dev, NULL);
 }
 
 static inline void t_fs_open_queue(struct t_fs *t, bool crashable)
@@ -54,9 +62,9 @@ static inline void t_fs_open_queue(struct t_fs *t, bool crashable)
 
 		t->fault = mq_fault_open(t->ram, &fc);
 		ck_assert_msg(t->fault != NULL, "t_fs: fault device");
-		t->q = t_fs_queue(t->fault);
+		t->q = t_fs_queue_elv(t->fault, t->elevator);
 	} else {
-		t->q = t_fs_queue(t->ram);
+		t->q = t_fs_queue_elv(t->ram, t->elevator);
 	}
 }
 
@@ -128,6 +136,18 @@ static inline void t_fs_crash(struct t_fs *t)
 	t->fs = NULL;
 	t_fs_close_queue(t);
 	t_fs_open_queue(t, true);
+	t_fs_mount(t);
+}
+
+/* Remount on a queue with @elevator (the priority levels: mq-deadline). */
+static inline void t_fs_use_elevator(struct t_fs *t, const char *elevator)
+{
+	bool crashable = t->fault != NULL;
+
+	t_fs_unmount(t);
+	t_fs_close_queue(t);
+	t->elevator = elevator;
+	t_fs_open_queue(t, crashable);
 	t_fs_mount(t);
 }
 

@@ -9,7 +9,9 @@
  * pool (ABA-safe stack, a getter sleeping until a put); the replies'
  * framing on a pipe, errors outside the kernel's range, and a
  * cancellable request answered once only; directory records; the
- * writeback limit that follows the free space.
+ * writeback limit that follows the free space; the callers' I/O
+ * priorities (a fake getter and clock for the cache, then the real
+ * system call).
  */
 #include <check.h>
 #include <dirent.h>
@@ -19,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/syscall.h>
 
 #include "fuse_i.h"
 #include "t_fs.h"
@@ -516,6 +519,78 @@ START_TEST(test_ctl_stale_handle)
 }
 END_TEST
 
+/* ---- callers' I/O priorities ---------------------------------------- */
+
+static int t_prio_value[4];		/* what each fake thread has */
+static unsigned t_prio_calls;
+static uint64_t t_prio_now;
+
+static int t_prio_get(pid_t tid)
+{
+	t_prio_calls++;
+	if (tid >= 4)
+		return -ESRCH;
+	return t_prio_value[tid];
+}
+
+static uint64_t t_prio_clock(void)
+{
+	return t_prio_now;
+}
+
+/*
+ * A thread's answer is kept for the cache's lifetime and asked again
+ * after it; a gone thread and the kernel's own requests (tid 0) are
+ * NONE; the class comes out of the kernel's value as ioprio(7) says.
+ */
+START_TEST(test_ioprio_cache)
+{
+	struct mqfs_ioprio c;
+
+	t_prio_value[1] = 3 << 13;		/* idle */
+	t_prio_value[2] = 2 << 13 | 0;		/* be, level 0 */
+	t_prio_now = 1000;
+	mqfs_ioprio_init(&c, t_prio_get, t_prio_clock);
+	ck_assert_int_eq(mqfs_ioprio_of(&c, 0), 0);
+	ck_assert_uint_eq(t_prio_calls, 0);
+	ck_assert_int_eq(mqfs_ioprio_of(&c, 1), 3 << 13);
+	ck_assert_int_eq(mqfs_ioprio_of(&c, 2), 2 << 13);
+	ck_assert_uint_eq(t_prio_calls, 2);
+	/* ionice -p: seen only once the answer is older than the TTL. */
+	t_prio_value[1] = 1 << 13 | 4;		/* rt, level 4 */
+	t_prio_now += MQFS_IOPRIO_TTL_NS - 1;
+	ck_assert_int_eq(mqfs_ioprio_of(&c, 1), 3 << 13);
+	ck_assert_uint_eq(t_prio_calls, 2);
+	t_prio_now += 1;
+	ck_assert_int_eq(mqfs_ioprio_of(&c, 1), 1 << 13 | 4);
+	ck_assert_uint_eq(t_prio_calls, 3);
+	ck_assert_int_eq(mqfs_ioprio_of(&c, 7), 0);	/* ESRCH */
+	ck_assert_uint_eq(atomic_load(&c.hits), 1);
+	ck_assert_uint_eq(atomic_load(&c.misses), 4);
+	mqfs_ioprio_destroy(&c);
+	ck_assert_int_eq(mqfs_ioprio_class(0), MQ_PRIO_NONE);
+	ck_assert_int_eq(mqfs_ioprio_class(1 << 13 | 7), MQ_PRIO_RT);
+	ck_assert_int_eq(mqfs_ioprio_class(2 << 13 | 4), MQ_PRIO_BE);
+	ck_assert_int_eq(mqfs_ioprio_class(3 << 13), MQ_PRIO_IDLE);
+	ck_assert_int_eq(mqfs_ioprio_class(5 << 13), MQ_PRIO_NONE);
+	ck_assert_int_eq(mqfs_ioprio_class(-EPERM), MQ_PRIO_NONE);
+}
+END_TEST
+
+/* The system call itself: this thread's class, as ionice sets it. */
+START_TEST(test_ioprio_syscall)
+{
+	struct mqfs_ioprio c;
+	pid_t tid = (pid_t)syscall(SYS_gettid);
+
+	mqfs_ioprio_init(&c, NULL, NULL);
+	ck_assert_int_eq(syscall(SYS_ioprio_set, 1, tid, 3 << 13), 0);
+	ck_assert_int_eq(mqfs_ioprio_class(mqfs_ioprio_of(&c, tid)),
+			 MQ_PRIO_IDLE);
+	mqfs_ioprio_destroy(&c);
+}
+END_TEST
+
 static Suite *fuse_suite(void)
 {
 	Suite *s = suite_create("fuse");
@@ -531,6 +606,8 @@ static Suite *fuse_suite(void)
 	tcase_add_test(tc, test_dirbuf);
 	tcase_add_test(tc, test_bdi_cap);
 	tcase_add_test(tc, test_ctl_stale_handle);
+	tcase_add_test(tc, test_ioprio_cache);
+	tcase_add_test(tc, test_ioprio_syscall);
 	suite_add_tcase(s, tc);
 	return s;
 }

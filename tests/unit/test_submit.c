@@ -13,6 +13,8 @@
  * while a switch freezes the queue (inline and task-context completion),
  * and a thread holding a plug that stores a tunable while another thread
  * switches - both hung before.
+ *
+ * The thread's priority class reaches its data bios, not its metadata.
  */
 #include <check.h>
 #include <errno.h>
@@ -207,6 +209,62 @@ START_TEST(test_tunable_store_with_plug_during_switch)
 }
 END_TEST
 
+/* ---- the task's priority class ------------------------------------- */
+
+/* Submit one bio with @flags and @prio_class; its class as submitted. */
+static uint8_t submit_prio(struct mq_queue *q, uint16_t flags,
+			   uint8_t prio_class)
+{
+	static unsigned char buf[4096];
+	struct mq_bio bio;
+
+	mq_bio_init(&bio, MQ_OP_READ, 8, buf, sizeof(buf), count_end_io, NULL);
+	bio.flags = flags;
+	bio.prio_class = prio_class;
+	mq_submit_bio(q, &bio);
+	mq_queue_drain(q);
+	return bio.prio_class;
+}
+
+/*
+ * A data bio without a class takes the thread's (ionice through the
+ * mount); metadata and a bio with a class of its own keep theirs; the
+ * elevator counts each in its level; "none" keeps no levels.
+ */
+START_TEST(test_task_prio)
+{
+	struct mq_dev *dev = mq_ram_open(1 << 20, 16);
+	struct mq_queue_config cfg = { .elevator = "mq-deadline" };
+	struct mq_queue *q = mq_queue_create(dev, &cfg);
+	struct mq_prio_stats ps;
+
+	ck_assert_int_eq(mq_task_prio(), MQ_PRIO_NONE);
+	ck_assert_uint_eq(submit_prio(q, MQ_REQ_SYNC, MQ_PRIO_NONE),
+			  MQ_PRIO_NONE);
+	ck_assert_int_eq(mq_set_task_prio(MQ_PRIO_IDLE), MQ_PRIO_NONE);
+	ck_assert_uint_eq(submit_prio(q, MQ_REQ_SYNC, MQ_PRIO_NONE),
+			  MQ_PRIO_IDLE);
+	ck_assert_uint_eq(submit_prio(q, MQ_REQ_SYNC, MQ_PRIO_NONE),
+			  MQ_PRIO_IDLE);
+	ck_assert_uint_eq(submit_prio(q, MQ_REQ_META, MQ_PRIO_NONE),
+			  MQ_PRIO_NONE);
+	ck_assert_uint_eq(submit_prio(q, 0, MQ_PRIO_RT), MQ_PRIO_RT);
+	ck_assert_int_eq(mq_set_task_prio(MQ_PRIO_NONE), MQ_PRIO_IDLE);
+	ck_assert_int_eq(mq_queue_prio_stats(q, &ps), 0);
+	ck_assert_uint_eq(ps.level[0].inserted, 1);	/* RT */
+	ck_assert_uint_eq(ps.level[1].inserted, 2);	/* BE and NONE */
+	ck_assert_uint_eq(ps.level[2].inserted, 2);	/* IDLE */
+	for (int l = 0; l < 3; l++) {
+		ck_assert_uint_eq(ps.level[l].dispatched, ps.level[l].inserted);
+		ck_assert_uint_eq(ps.level[l].completed, ps.level[l].inserted);
+	}
+	ck_assert_int_eq(mq_queue_switch_elevator(q, "none"), 0);
+	ck_assert_int_eq(mq_queue_prio_stats(q, &ps), -ENOENT);
+	mq_queue_destroy(q);
+	mq_dev_close(dev);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("submit");
@@ -218,6 +276,7 @@ int main(void)
 	tcase_add_loop_test(tc, test_bio_checks, 0, 2);
 	tcase_add_loop_test(tc, test_end_io_submits_during_switch, 0, 2);
 	tcase_add_test(tc, test_tunable_store_with_plug_during_switch);
+	tcase_add_test(tc, test_task_prio);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_ENV);

@@ -10,7 +10,7 @@
  * writers, files created, written, closed and unlinked by four threads
  * while the flusher works, plain opens bypassing it, EIO and ENOSPC
  * reported by fsync and close and nothing lost that was answered
- * otherwise.
+ * otherwise; the flusher writes with the writer's priority class.
  *
  * Failures name the step and the seed (T_WBACK_SEED reruns).
  */
@@ -637,6 +637,40 @@ START_TEST(test_enospc)
 }
 END_TEST
 
+/*
+ * Write-behind keeps the writer's priority: the flusher writes an
+ * idle-class writer's data as idle, a default writer's as NONE (BE).
+ */
+START_TEST(test_writer_priority)
+{
+	const size_t chunk = 64 * T_KIB;
+	uint8_t *buf = malloc(chunk);
+	struct mq_prio_stats ps;
+	struct mqfs_file *f;
+	struct t_fs t;
+	uint64_t ino;
+
+	t_fs_make(&t, T_SIZE);
+	t_fs_use_elevator(&t, "mq-deadline");
+	ino = t_create(t.fs, MQFS_ROOT_INO, "idle");
+	f = t_open(t.fs, ino, true);
+	t_fill(buf, chunk, 0, 3);
+	ck_assert_int_eq(mq_set_task_prio(MQ_PRIO_IDLE), MQ_PRIO_NONE);
+	for (size_t i = 0; i < 16; i++)
+		ck_assert_int_eq(t_write(t.fs, f, i * chunk, buf, chunk),
+				 (ssize_t)chunk);
+	mq_set_task_prio(MQ_PRIO_NONE);
+	ck_assert_int_eq(mqfs_flush(t.fs, f), 0);
+	ck_assert_int_eq(mq_queue_prio_stats(t.q, &ps), 0);
+	/* Merged into few requests, but idle ones. */
+	ck_assert_uint_ge(ps.level[2].inserted, 1);
+	ck_assert_uint_eq(ps.level[0].inserted, 0);
+	ck_assert_int_eq(mqfs_release(t.fs, f), 0);
+	t_fs_destroy(&t);
+	free(buf);
+}
+END_TEST
+
 static Suite *wback_suite(void)
 {
 	Suite *s = suite_create("wback");
@@ -653,6 +687,7 @@ static Suite *wback_suite(void)
 	tcase_add_test(tc, test_plain_open_writes_direct);
 	tcase_add_test(tc, test_eio_reported_once);
 	tcase_add_test(tc, test_enospc);
+	tcase_add_test(tc, test_writer_priority);
 	suite_add_tcase(s, tc);
 	return s;
 }
