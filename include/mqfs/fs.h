@@ -159,6 +159,22 @@ enum mqfs_cache_mode {
 	MQFS_CACHE_DONTCACHE,
 };
 #define MQFS_CACHE_XATTR	"user.mqfs.cache"
+
+/*
+ * I/O priority policies.  A file's or directory's MQFS_IOPRIO_XATTR
+ * ("rt", "be" with an optional ":0".."7" level, or "idle") is inherited
+ * as the cache policy is, and its class applies to the file's data I/O:
+ * a caller without an I/O priority of its own (and the kernel's
+ * writeback) takes it; a caller with one gets the lower of the two, so
+ * a policy can be undercut (ionice -c3) but not escaped.  Values are the
+ * kernel's encoding: class << MQFS_IOPRIO_CLASS_SHIFT | level.
+ */
+#define MQFS_IOPRIO_XATTR	"user.mqfs.ioprio"
+#define MQFS_IOPRIO_CLASS_SHIFT	13
+/* The value @value names (a trailing NUL or newline allowed), or -EINVAL. */
+int mqfs_ioprio_parse(const char *value, size_t size);
+/* The canonical text of @ioprio ("be:4", "idle") in @buf; its length. */
+size_t mqfs_ioprio_format(int ioprio, char *buf, size_t size);
 enum mqfs_cache_mode mqfs_file_policy(struct mqfs_fs *fs,
 				      struct mqfs_file *f);
 /*

@@ -346,10 +346,30 @@ static int file_read_map(struct mqfs_fs *fs, struct file_aio *a,
 	return 0;
 }
 
+/*
+ * The class of @f's data I/O from here on (mq_set_task_prio): its
+ * policy's when the caller has none, the lower of the two otherwise.
+ * Returns the caller's, to put back.
+ */
+static enum mq_prio_class file_prio_begin(const struct mqfs_file *f)
+{
+	static const uint8_t rank[] = {
+		[MQ_PRIO_NONE] = 2, [MQ_PRIO_RT] = 3, [MQ_PRIO_BE] = 2,
+		[MQ_PRIO_IDLE] = 1,
+	};
+	enum mq_prio_class caller = mq_task_prio();
+
+	if (f->prio != MQ_PRIO_NONE &&
+	    (caller == MQ_PRIO_NONE || rank[f->prio] < rank[caller]))
+		mq_set_task_prio((enum mq_prio_class)f->prio);
+	return caller;
+}
+
 void mqfs_read(struct mqfs_fs *fs, struct mqfs_file *f, uint64_t off,
 	       size_t size, void *buf, struct mqfs_io *io,
 	       mqfs_read_done_t done, void *arg)
 {
+	enum mq_prio_class caller = file_prio_begin(f);
 	struct mqfs_ra_win *w = NULL;
 
 	/* Answered, the read may be released meanwhile: not before this. */
@@ -362,6 +382,7 @@ void mqfs_read(struct mqfs_fs *fs, struct mqfs_file *f, uint64_t off,
 	mqfs_file_read_device(fs, f, off, size, buf, io, done, arg);
 	mqfs_ra_start(fs, f, w);
 out:
+	mq_set_task_prio(caller);
 	file_reads_end(f);
 }
 
@@ -727,9 +748,9 @@ static ssize_t file_write_slow(struct mqfs_fs *fs, struct mqfs_file *f,
 	return (ssize_t)(pos - off);
 }
 
-void mqfs_write(struct mqfs_fs *fs, struct mqfs_file *f, uint64_t off,
-		const void *data, size_t size, struct mqfs_io *io,
-		mqfs_write_done_t done, void *arg)
+static void file_write(struct mqfs_fs *fs, struct mqfs_file *f, uint64_t off,
+		       const void *data, size_t size, struct mqfs_io *io,
+		       mqfs_write_done_t done, void *arg)
 {
 	int err = mqfs_fs_writable(fs);
 	ssize_t n;
@@ -749,6 +770,17 @@ void mqfs_write(struct mqfs_fs *fs, struct mqfs_file *f, uint64_t off,
 	n = file_write_slow(fs, f, off, data, size);
 	mqfs_ino_data_changed(f->ip);
 	done(arg, n);
+}
+
+void mqfs_write(struct mqfs_fs *fs, struct mqfs_file *f, uint64_t off,
+		const void *data, size_t size, struct mqfs_io *io,
+		mqfs_write_done_t done, void *arg)
+{
+	enum mq_prio_class caller = file_prio_begin(f);
+
+	/* Answered, @f may be released: nothing of it is touched after. */
+	file_write(fs, f, off, data, size, io, done, arg);
+	mq_set_task_prio(caller);
 }
 
 int mqfs_fsync(struct mqfs_fs *fs, uint64_t ino, bool datasync)

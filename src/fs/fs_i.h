@@ -363,6 +363,8 @@ struct mqfs_ino {
 	atomic_uint_fast64_t data_gen;
 	/* The user.mqfs.cache policy + 1; 0 until xattr.c has read it. */
 	_Atomic uint8_t policy;
+	/* The user.mqfs.ioprio value + 1 (1: none); 0 until read. */
+	_Atomic uint16_t ioprio;
 	/* security.capability: XA_CAPS_* (xattr.c); 0 until it looked. */
 	_Atomic uint8_t caps;
 	/* A write the front end's page cache lost, for its next writer
@@ -539,8 +541,10 @@ int mqfs_xattr_kill_caps(struct mqfs_fs *fs, struct mqfs_ino *ip);
 /* The cache policy (MQFS_CACHE_XATTR) of @ip; caller holds ip->lock. */
 enum mqfs_cache_mode mqfs_xattr_policy(struct mqfs_fs *fs,
 				       struct mqfs_ino *ip);
+/* The I/O priority policy of @ip, 0 for none; caller holds ip->lock. */
+int mqfs_xattr_ioprio(struct mqfs_fs *fs, struct mqfs_ino *ip);
 /*
- * A new file or directory @ip in @dir inherits @dir's policy, in the
+ * A new file or directory @ip in @dir inherits @dir's policies, in the
  * creating handle (MQFS_XATTR_INHERIT_CREDITS more); both locked.
  */
 #define MQFS_XATTR_INHERIT_CREDITS	5u
@@ -583,6 +587,7 @@ struct mqfs_file {
 	struct mqfs_ino *ip;
 	int flags;			/* open(2) flags */
 	bool dontcache;			/* write-behind and read-ahead */
+	uint8_t prio;			/* its policy's class, from open */
 	struct mqfs_ra ra;
 	/*
 	 * Reads of this file still running.  An interrupted read is

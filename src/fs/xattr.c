@@ -14,6 +14,9 @@
  * MQFS_CACHE_XATTR (user.mqfs.cache) is the cache policy: only its three
  * values are accepted; new files and directories get their directory's
  * in the creating transaction; the inode caches it (ip->policy).
+ * MQFS_IOPRIO_XATTR (user.mqfs.ioprio) is the I/O priority policy, kept
+ * the same way (ip->ioprio) and stored in its canonical form; who may
+ * set rt is the front end's to check (it knows the caller).
  */
 #include <errno.h>
 #include <string.h>
@@ -296,23 +299,103 @@ enum mqfs_cache_mode mqfs_xattr_policy(struct mqfs_fs *fs,
 	return m;
 }
 
+/* ---- the I/O priority policy ---------------------------------------------- */
+
+static const char *const xa_ioprio_classes[] = {
+	[MQ_PRIO_RT] = "rt", [MQ_PRIO_BE] = "be", [MQ_PRIO_IDLE] = "idle",
+};
+
+static bool xa_is_ioprio(const char *name)
+{
+	return !strcmp(name, MQFS_IOPRIO_XATTR);
+}
+
+int mqfs_ioprio_parse(const char *value, size_t size)
+{
+	while (size && (value[size - 1] == '\0' || value[size - 1] == '\n'))
+		size--;
+	for (int c = MQ_PRIO_RT; c <= MQ_PRIO_IDLE; c++) {
+		size_t n = strlen(xa_ioprio_classes[c]);
+		int level = 4;		/* the kernel's default level */
+
+		if (size < n || memcmp(value, xa_ioprio_classes[c], n))
+			continue;
+		if (size == n + 2 && value[n] == ':' && c != MQ_PRIO_IDLE &&
+		    value[n + 1] >= '0' && value[n + 1] <= '7')
+			level = value[n + 1] - '0';
+		else if (size != n)
+			return -EINVAL;
+		if (c == MQ_PRIO_IDLE)
+			level = 0;	/* idle has no levels */
+		return c << MQFS_IOPRIO_CLASS_SHIFT | level;
+	}
+	return -EINVAL;
+}
+
+size_t mqfs_ioprio_format(int ioprio, char *buf, size_t size)
+{
+	int c = ioprio >> MQFS_IOPRIO_CLASS_SHIFT;
+	int n;
+
+	if (c < MQ_PRIO_RT || c > MQ_PRIO_IDLE)
+		n = snprintf(buf, size, "none");
+	else if (c == MQ_PRIO_IDLE)
+		n = snprintf(buf, size, "idle");
+	else
+		n = snprintf(buf, size, "%s:%d", xa_ioprio_classes[c],
+			     ioprio & 7);
+	return n < 0 ? 0 : MQ_MIN((size_t)n, size ? size - 1 : 0);
+}
+
+int mqfs_xattr_ioprio(struct mqfs_fs *fs, struct mqfs_ino *ip)
+{
+	uint16_t cached = atomic_load(&ip->ioprio);
+	char v[16];
+	ssize_t n = -ENODATA;
+	int p = 0;
+
+	if (cached)
+		return cached - 1;
+	if (ip->d.xattr_blk)
+		n = xa_get_locked(fs, ip, MQFS_IOPRIO_XATTR,
+				  strlen(MQFS_IOPRIO_XATTR), v, sizeof(v));
+	if (n > 0)
+		p = mqfs_ioprio_parse(v, (size_t)n);
+	if (p < 0)
+		p = 0;			/* not a value mqfs wrote: none */
+	/* An I/O error is not an answer: ask again next time. */
+	if (n >= 0 || n == -ENODATA || n == -ERANGE)
+		atomic_store(&ip->ioprio, (uint16_t)(p + 1));
+	return p;
+}
+
+/* ---- inheritance ------------------------------------------------------------ */
+
 int mqfs_xattr_inherit(struct mqfs_handle *h, struct mqfs_ino *dir,
 		       struct mqfs_ino *ip)
 {
 	enum mqfs_cache_mode m;
-	const char *v;
-	int err;
+	char v[16];
+	int err = 0, p;
 
 	if (!S_ISREG(ip->d.mode) && !S_ISDIR(ip->d.mode))
 		return 0;
 	m = mqfs_xattr_policy(h->fs, dir);
-	if (m == MQFS_CACHE_UNSET)
-		return 0;
-	v = xa_policies[m];
-	err = xa_set_locked(h, ip, MQFS_CACHE_XATTR, strlen(MQFS_CACHE_XATTR),
-			    v, strlen(v), 0);
-	if (!err)
-		atomic_store(&ip->policy, (uint8_t)(m + 1));
+	if (m != MQFS_CACHE_UNSET) {
+		err = xa_set_locked(h, ip, MQFS_CACHE_XATTR,
+				    strlen(MQFS_CACHE_XATTR), xa_policies[m],
+				    strlen(xa_policies[m]), 0);
+		if (!err)
+			atomic_store(&ip->policy, (uint8_t)(m + 1));
+	}
+	p = mqfs_xattr_ioprio(h->fs, dir);
+	if (!err && p) {
+		err = xa_set_locked(h, ip, MQFS_IOPRIO_XATTR,
+				    strlen(MQFS_IOPRIO_XATTR), v,
+				    mqfs_ioprio_format(p, v, sizeof(v)), 0);
+		if (!err)
+			atomic_store(&ip->ioprio, (uint16_t)(p + 1));
+	}
 	return err;
 }
 
@@ -357,6 +440,8 @@ static int xa_done(struct mqfs_handle *h, struct mqfs_ino *ip, int err,
 		atomic_store(&ip->policy, (uint8_t)(policy + 1));
 	if (!err && xa_is_caps(name))
 		atomic_store(&ip->caps, removed ? XA_CAPS_NONE : XA_CAPS_SOME);
+	if (!err && xa_is_ioprio(name))
+		atomic_store(&ip->ioprio, 0);	/* read again at next open */
 	if (!err) {
 		mqfs_touch(ip, false, false, true);
 		err = mqfs_inode_dirty(h, ip);
@@ -375,6 +460,7 @@ static int xa_set_once(struct mqfs_fs *fs, uint64_t ino, const char *name,
 	enum mqfs_cache_mode policy = MQFS_CACHE_UNSET;
 	struct mqfs_handle h;
 	struct mqfs_ino *ip;
+	char canon[16];
 	size_t len;
 	int err = xa_check_name(name, &len);
 
@@ -382,6 +468,16 @@ static int xa_set_once(struct mqfs_fs *fs, uint64_t ino, const char *name,
 		policy = xa_policy_parse(value, size);
 		if (policy == MQFS_CACHE_UNSET)
 			err = -EINVAL;
+	}
+	if (!err && xa_is_ioprio(name)) {
+		/* Stored as mqfs writes it ("be" becomes "be:4"). */
+		int p = mqfs_ioprio_parse(value, size);
+
+		if (p < 0)
+			err = p;
+		else
+			size = mqfs_ioprio_format(p, canon, sizeof(canon));
+		value = canon;
 	}
 
 	if (!err && ((flags & ~(XATTR_CREATE | XATTR_REPLACE)) ||

@@ -243,6 +243,14 @@ void mqfs_ioprio_destroy(struct mqfs_ioprio *c);
 int mqfs_ioprio_of(struct mqfs_ioprio *c, pid_t tid);
 /* The class of a kernel ioprio value (NONE for one mqfs does not know). */
 enum mq_prio_class mqfs_ioprio_class(int ioprio);
+/*
+ * May thread @tid use the real-time class (CAP_SYS_ADMIN or CAP_SYS_NICE
+ * in its effective set, as ioprio_set requires)?  From /proc/TID/status;
+ * false when it cannot be read.
+ */
+bool mqfs_ioprio_may_rt(pid_t tid);
+/* The same for a "CapEff:" hex word @capeff (the parser, for tests). */
+bool mqfs_ioprio_caps_allow_rt(uint64_t capeff);
 
 /* ---- the protocol engine (engine.c) --------------------------------------- */
 

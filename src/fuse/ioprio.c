@@ -16,8 +16,13 @@
  *
  * The cache is direct-mapped by thread id, under one lock held for a
  * few loads and stores: a miss calls the getter outside it.
+ *
+ * An rt policy on a directory (user.mqfs.ioprio) lifts everybody's I/O
+ * there, so setting one takes what ioprio_set(rt) takes: CAP_SYS_ADMIN
+ * or CAP_SYS_NICE, read from the caller's /proc/TID/status.
  */
 #include <errno.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -55,6 +60,36 @@ enum mq_prio_class mqfs_ioprio_class(int ioprio)
 	if (ioprio < 0 || cls > MQ_PRIO_IDLE)
 		return MQ_PRIO_NONE;
 	return (enum mq_prio_class)cls;
+}
+
+#define CAP_SYS_ADMIN_BIT	21
+#define CAP_SYS_NICE_BIT	23
+
+bool mqfs_ioprio_caps_allow_rt(uint64_t capeff)
+{
+	return capeff & (1ull << CAP_SYS_ADMIN_BIT | 1ull << CAP_SYS_NICE_BIT);
+}
+
+bool mqfs_ioprio_may_rt(pid_t tid)
+{
+	char path[64], line[256];
+	bool ok = false;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)tid);
+	f = fopen(path, "re");
+	if (!f)
+		return false;
+	while (fgets(line, sizeof(line), f)) {
+		unsigned long long cap;
+
+		if (sscanf(line, "CapEff: %llx", &cap) == 1) {
+			ok = mqfs_ioprio_caps_allow_rt(cap);
+			break;
+		}
+	}
+	fclose(f);
+	return ok;
 }
 
 int mqfs_ioprio_of(struct mqfs_ioprio *c, pid_t tid)

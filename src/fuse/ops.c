@@ -716,13 +716,32 @@ static void op_destroy(struct mqfs_req *r)
 	mqfs_reply_err(r, 0);
 }
 
+/*
+ * An rt I/O priority policy lifts every caller's I/O in the directory to
+ * the real-time class: only who may ioprio_set(rt) may set it.
+ */
+static int setxattr_may(struct mqfs_req *r)
+{
+	int p;
+
+	if (strcmp(r->m.name[0], MQFS_IOPRIO_XATTR))
+		return 0;
+	p = mqfs_ioprio_parse(r->m.data, r->m.data_len);
+	if (p < 0 || mqfs_ioprio_class(p) != MQ_PRIO_RT ||
+	    mqfs_ioprio_may_rt((pid_t)r->m.h->pid))
+		return 0;		/* a bad value: the filesystem says EINVAL */
+	return -EPERM;
+}
+
 static void op_setxattr(struct mqfs_req *r)
 {
 	const struct fuse_setxattr_in *in = req_arg(r);
+	int err = setxattr_may(r);
 
-	mqfs_reply_err(r, mqfs_setxattr(r->d->fs, req_ino(r), r->m.name[0],
-					r->m.data, r->m.data_len,
-					(int)in->flags));
+	if (!err)
+		err = mqfs_setxattr(r->d->fs, req_ino(r), r->m.name[0],
+				    r->m.data, r->m.data_len, (int)in->flags);
+	mqfs_reply_err(r, err);
 }
 
 /* GETXATTR (@name) and LISTXATTR (NULL): the value or list, or its size. */

@@ -18,6 +18,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -521,6 +522,21 @@ END_TEST
 
 /* ---- callers' I/O priorities ---------------------------------------- */
 
+/* This thread's effective capabilities, read the plain way. */
+static uint64_t t_own_capeff(void)
+{
+	unsigned long long cap = 0;
+	char line[256];
+	FILE *f = fopen("/proc/thread-self/status", "r");
+
+	ck_assert_ptr_nonnull(f);
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "CapEff: %llx", &cap) == 1)
+			break;
+	fclose(f);
+	return cap;
+}
+
 static int t_prio_value[4];		/* what each fake thread has */
 static unsigned t_prio_calls;
 static uint64_t t_prio_now;
@@ -577,6 +593,20 @@ START_TEST(test_ioprio_cache)
 }
 END_TEST
 
+/* rt takes CAP_SYS_ADMIN (21) or CAP_SYS_NICE (23), as ioprio_set. */
+START_TEST(test_ioprio_rt_caps)
+{
+	ck_assert(!mqfs_ioprio_caps_allow_rt(0));
+	ck_assert(!mqfs_ioprio_caps_allow_rt(~(1ull << 21 | 1ull << 23)));
+	ck_assert(mqfs_ioprio_caps_allow_rt(1ull << 21));
+	ck_assert(mqfs_ioprio_caps_allow_rt(1ull << 23));
+	/* The test runs as root with every capability, or it says so. */
+	ck_assert_int_eq(mqfs_ioprio_may_rt((pid_t)syscall(SYS_gettid)),
+			 mqfs_ioprio_caps_allow_rt(t_own_capeff()));
+	ck_assert(!mqfs_ioprio_may_rt(-1));
+}
+END_TEST
+
 /* The system call itself: this thread's class, as ionice sets it. */
 START_TEST(test_ioprio_syscall)
 {
@@ -608,6 +638,7 @@ static Suite *fuse_suite(void)
 	tcase_add_test(tc, test_ctl_stale_handle);
 	tcase_add_test(tc, test_ioprio_cache);
 	tcase_add_test(tc, test_ioprio_syscall);
+	tcase_add_test(tc, test_ioprio_rt_caps);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -4,7 +4,9 @@
  * round trip, flags, names, size limits, the block's life (allocated
  * with the first attribute, freed with the last or with the inode),
  * persistence across remount, and the cache policy (user.mqfs.cache):
- * only its values, inherited at creation, kept across remount.
+ * only its values, inherited at creation, kept across remount; the I/O
+ * priority policy (user.mqfs.ioprio) the same way, stored canonical,
+ * and the class it gives a file's data I/O against the caller's.
  */
 #include <check.h>
 #include <errno.h>
@@ -14,6 +16,7 @@
 #include <sys/xattr.h>
 
 #include "t_fs.h"
+#include "t_fsio.h"
 
 #define TX_ROOT		MQFS_ROOT_INO
 
@@ -347,6 +350,135 @@ START_TEST(test_cache_policy)
 }
 END_TEST
 
+/* ---- the I/O priority policy ---------------------------------------- */
+
+START_TEST(test_ioprio_parse)
+{
+	static const struct { const char *in; int want; const char *out; } v[] = {
+		{ "rt", 1 << 13 | 4, "rt:4" }, { "rt:0", 1 << 13, "rt:0" },
+		{ "be:7", 2 << 13 | 7, "be:7" }, { "be\n", 2 << 13 | 4, "be:4" },
+		{ "idle", 3 << 13, "idle" }, { "idle:3", -EINVAL, NULL },
+		{ "be:8", -EINVAL, NULL }, { "be:", -EINVAL, NULL },
+		{ "rt:44", -EINVAL, NULL }, { "none", -EINVAL, NULL },
+		{ "", -EINVAL, NULL }, { "BE", -EINVAL, NULL },
+	};
+	char buf[16];
+
+	for (size_t i = 0; i < MQ_ARRAY_SIZE(v); i++) {
+		int p = mqfs_ioprio_parse(v[i].in, strlen(v[i].in));
+
+		ck_assert_msg(p == v[i].want, "%s: %d", v[i].in, p);
+		if (p < 0)
+			continue;
+		ck_assert_uint_eq(mqfs_ioprio_format(p, buf, sizeof(buf)),
+				  strlen(v[i].out));
+		ck_assert_str_eq(buf, v[i].out);
+	}
+}
+END_TEST
+
+/* The class a new open of @ino gets from its policy. */
+static unsigned tx_open_prio(struct t_fs *t, uint64_t ino)
+{
+	struct mqfs_file *f;
+	unsigned p;
+
+	ck_assert_int_eq(mqfs_open(t->fs, ino, O_RDONLY, &f), 0);
+	p = f->prio;
+	ck_assert_int_eq(mqfs_release(t->fs, f), 0);
+	return p;
+}
+
+/*
+ * Checked and stored in its canonical form, inherited by new files and
+ * directories, kept across a remount; removing it stops inheritance.
+ */
+START_TEST(test_ioprio_policy)
+{
+	struct t_fs t;
+	uint64_t d, sub, f, late;
+
+	t_fs_make(&t, 32 * T_FS_MIB);
+	d = tx_make(&t, TX_ROOT, "d", S_IFDIR | 0755);
+	ck_assert_uint_eq(tx_open_prio(&t, d), MQ_PRIO_NONE);
+	ck_assert_int_eq(mqfs_setxattr(t.fs, d, MQFS_IOPRIO_XATTR, "low", 3, 0),
+			 -EINVAL);
+	ck_assert_int_eq(mqfs_setxattr(t.fs, d, MQFS_IOPRIO_XATTR, "idle\n", 5,
+				       0), 0);
+	tx_get_eq(&t, d, MQFS_IOPRIO_XATTR, "idle", 4);
+	ck_assert_uint_eq(tx_open_prio(&t, d), MQ_PRIO_IDLE);
+	sub = tx_make(&t, d, "sub", S_IFDIR | 0755);
+	f = tx_make(&t, sub, "f", S_IFREG | 0644);
+	ck_assert_uint_eq(tx_open_prio(&t, f), MQ_PRIO_IDLE);
+	ck_assert_int_eq(mqfs_setxattr(t.fs, sub, MQFS_IOPRIO_XATTR, "be", 2, 0),
+			 0);
+	tx_get_eq(&t, sub, MQFS_IOPRIO_XATTR, "be:4", 4);
+	t_fs_remount(&t);
+	ck_assert_uint_eq(tx_open_prio(&t, f), MQ_PRIO_IDLE);
+	ck_assert_uint_eq(tx_open_prio(&t, sub), MQ_PRIO_BE);
+	late = tx_make(&t, sub, "late", S_IFREG | 0644);
+	tx_get_eq(&t, late, MQFS_IOPRIO_XATTR, "be:4", 4);
+	ck_assert_int_eq(mqfs_removexattr(t.fs, sub, MQFS_IOPRIO_XATTR), 0);
+	ck_assert_uint_eq(tx_open_prio(&t, sub), MQ_PRIO_NONE);
+	late = tx_make(&t, sub, "later", S_IFREG | 0644);
+	ck_assert_uint_eq(tx_open_prio(&t, late), MQ_PRIO_NONE);
+	t_fs_destroy(&t);
+}
+END_TEST
+
+/* Write 64 KiB to @ino as a caller of class @caller; where it landed. */
+static struct mq_prio_stats tx_write_as(struct t_fs *t, uint64_t ino,
+					enum mq_prio_class caller)
+{
+	static char buf[64 * 1024];
+	struct mq_prio_stats before, after;
+	struct mqfs_file *f;
+
+	ck_assert_int_eq(mqfs_open(t->fs, ino, O_RDWR, &f), 0);
+	ck_assert_int_eq(mq_queue_prio_stats(t->q, &before), 0);
+	mq_set_task_prio(caller);
+	ck_assert_int_eq(t_write(t->fs, f, 0, buf, sizeof(buf)),
+			 (ssize_t)sizeof(buf));
+	ck_assert_int_eq(mq_set_task_prio(MQ_PRIO_NONE), caller);
+	ck_assert_int_eq(mqfs_release(t->fs, f), 0);
+	ck_assert_int_eq(mq_queue_prio_stats(t->q, &after), 0);
+	for (int l = 0; l < 3; l++)
+		after.level[l].inserted -= before.level[l].inserted;
+	return after;
+}
+
+/* A write by a @caller lands in level @want (0 RT, 2 IDLE), not @other. */
+static void tx_expect_level(struct t_fs *t, uint64_t ino,
+			    enum mq_prio_class caller, int want, int other)
+{
+	struct mq_prio_stats ps = tx_write_as(t, ino, caller);
+
+	ck_assert_uint_ge(ps.level[want].inserted, 1);
+	ck_assert_uint_eq(ps.level[other].inserted, 0);
+}
+
+/* The policy for callers without a class; the lower of the two else. */
+START_TEST(test_ioprio_applies)
+{
+	uint64_t idle, rt;
+	struct t_fs t;
+
+	t_fs_make(&t, 32 * T_FS_MIB);
+	t_fs_use_elevator(&t, "mq-deadline");
+	idle = tx_make(&t, TX_ROOT, "idle", S_IFREG | 0644);
+	rt = tx_make(&t, TX_ROOT, "rt", S_IFREG | 0644);
+	ck_assert_int_eq(mqfs_setxattr(t.fs, idle, MQFS_IOPRIO_XATTR, "idle", 4,
+				       0), 0);
+	ck_assert_int_eq(mqfs_setxattr(t.fs, rt, MQFS_IOPRIO_XATTR, "rt", 2, 0),
+			 0);
+	tx_expect_level(&t, idle, MQ_PRIO_NONE, 2, 0);
+	tx_expect_level(&t, idle, MQ_PRIO_RT, 2, 0);	/* cannot escape */
+	tx_expect_level(&t, rt, MQ_PRIO_NONE, 0, 2);
+	tx_expect_level(&t, rt, MQ_PRIO_IDLE, 2, 0);	/* may undercut */
+	t_fs_destroy(&t);
+}
+END_TEST
+
 static Suite *xattr_suite(void)
 {
 	Suite *s = suite_create("xattr");
@@ -359,6 +491,9 @@ static Suite *xattr_suite(void)
 	tcase_add_test(tc, test_xattr_limits);
 	tcase_add_test(tc, test_xattr_drop);
 	tcase_add_test(tc, test_cache_policy);
+	tcase_add_test(tc, test_ioprio_parse);
+	tcase_add_test(tc, test_ioprio_policy);
+	tcase_add_test(tc, test_ioprio_applies);
 	suite_add_tcase(s, tc);
 	return s;
 }
