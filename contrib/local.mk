@@ -16,6 +16,7 @@ EXTRA_DIST += \
 	contrib/fio/compare-randwrite-4k-qd32.fio \
 	contrib/fio/compare-seqwrite-128k-qd128.fio \
 	contrib/fio/compare-showcase-randread-4k-qd1-2writers.fio \
+	contrib/fio/compare-showcase-ioprio.fio \
 	contrib/fio/compare-write-128k-qd1-buffered.fio \
 	contrib/fio/cpu-randread-4k-qd1.fio \
 	contrib/fio/cpu-randwrite-4k-qd1.fio \

@@ -74,8 +74,13 @@ struct deadline_data {
 	int64_t front_merges;
 	int64_t async_depth;
 	int64_t prio_aging_expire;
+	int64_t idle_depth;		/* IDLE in flight while others run */
+	uint64_t others_ns;		/* last RT or BE insert */
 	unsigned nr_requests;		/* scheduler tags, for async_depth */
 };
+
+/* How long after an RT or BE request IDLE stays held to idle_depth. */
+#define DD_IDLE_RECENT_NS	(10 * DD_NS_PER_MS)
 
 /* Statistics export for tests and debug output (not an op). */
 void mq_dd_stats(struct mq_elevator *e, uint64_t out[3][4]);
@@ -326,6 +331,24 @@ static struct mq_request *dd_dispatch_prio_aged(struct mq_elevator *e,
 }
 
 /*
+ * IDLE may go now, but RT or BE requests came within DD_IDLE_RECENT_NS
+ * (a reader between two requests): keep at most idle_depth IDLE
+ * requests at the device, so the next one waits behind little.  Not
+ * the kernel's: its idle class may fill the device in such a gap, and
+ * the reader then waits for all of it (DESIGN.md).
+ */
+static bool dd_idle_held(struct deadline_data *dd, uint64_t now)
+{
+	const struct dd_stats *st = &dd->per_prio[DD_IDLE_PRIO].stats;
+	uint64_t owned = st->dispatched + st->merged -
+			 atomic_load_explicit(&st->completed,
+					      memory_order_relaxed);
+
+	return dd->idle_depth && now - dd->others_ns < DD_IDLE_RECENT_NS &&
+	       owned >= (uint64_t)dd->idle_depth;
+}
+
+/*
  * A level with anything queued or in flight blocks the levels below it:
  * an in-flight RT request keeps BE waiting even with RT's lists empty.
  */
@@ -338,6 +361,8 @@ static struct mq_request *dd_dispatch_request(struct mq_elevator *e)
 	if (rq)
 		return rq;
 	for (int prio = 0; prio < DD_PRIO_COUNT; prio++) {
+		if (prio == DD_IDLE_PRIO && dd_idle_held(dd, now))
+			break;
 		rq = dd_dispatch_from_prio(e, &dd->per_prio[prio], now, now);
 		if (rq || dd_queued(dd, prio))
 			break;
@@ -384,6 +409,8 @@ static void dd_insert_request(struct mq_elevator *e, struct mq_request *rq,
 		rq->rq_flags |= MQ_RQF_ELVPRIV;
 		pp->stats.inserted++;
 	}
+	if (pp != &dd->per_prio[DD_IDLE_PRIO])
+		dd->others_ns = now;
 	if (mq_elv_attempt_insert_merge(e, rq)) {
 		mq_list_add_tail(&rq->queuelist, free);
 		return;
@@ -570,6 +597,7 @@ static int dd_init_sched(struct mq_elevator *e, unsigned nr_requests)
 	dd->front_merges = 1;
 	dd->fifo_batch = 16;
 	dd->prio_aging_expire = 10000 * DD_NS_PER_MS;
+	dd->idle_depth = 1;
 	dd->nr_requests = nr_requests;
 	dd->async_depth = nr_requests;
 	e->data = dd;
@@ -652,6 +680,8 @@ static const struct mq_elv_attr dd_attrs[] = {
 		"tags available to writes and async I/O"),
 	DD_ATTR("prio_aging_expire", prio_aging_expire, 0, INT_MAX,
 		DD_NS_PER_MS, "wait after which lower priorities go first, ms"),
+	DD_ATTR("idle_depth", idle_depth, 0, INT_MAX, 1,
+		"idle-class requests at the device while others run (0: any)"),
 };
 
 static const struct mq_elevator_ops dd_ops = {

@@ -29,7 +29,7 @@
 /* ---- configuration (opts.c) -------------------------------------------- */
 
 /* mq-deadline tunables settable at mount, in the queue's vocabulary. */
-#define MQFS_NR_TUNABLES	7
+#define MQFS_NR_TUNABLES	8
 /* Defaults of fuse_bufs= and bdi_max_ratio= (DESIGN.md: how measured). */
 #define MQFS_DEFAULT_FUSE_BUFS		64
 #define MQFS_DEFAULT_BDI_MAX_RATIO	50

@@ -17,7 +17,7 @@
 
 static const char *const tunable_names[MQFS_NR_TUNABLES] = {
 	"read_expire", "write_expire", "fifo_batch", "writes_starved",
-	"front_merges", "async_depth", "prio_aging_expire",
+	"front_merges", "async_depth", "prio_aging_expire", "idle_depth",
 };
 
 /* The -o values as given; opts_check() converts them. */
@@ -58,6 +58,7 @@ static const struct fuse_opt raw_opts[] = {
 	RAW_TUN("front_merges", 4),
 	RAW_TUN("async_depth", 5),
 	RAW_TUN("prio_aging_expire", 6),
+	RAW_TUN("idle_depth", 7),
 	/* Kept for the kernel too: the mount itself is read-only. */
 	FUSE_OPT_KEY("ro", KEY_RO),
 	FUSE_OPT_KEY("fsname=", KEY_FSNAME),
@@ -333,7 +334,8 @@ static void usage(FILE *f)
 "mqfs options (default in brackets):\n"
 "  -o sched=mq-deadline|none    I/O scheduler [mq-deadline]\n"
 "  -o read_expire=MS, write_expire=MS, fifo_batch=N, writes_starved=N,\n"
-"     front_merges=0|1, async_depth=N, prio_aging_expire=MS\n"
+"     front_merges=0|1, async_depth=N, prio_aging_expire=MS,\n"
+"     idle_depth=N\n"
 "                               mq-deadline tunables [the elevator's]\n"
 "  -o queue_depth=N             device queue depth, 1-4096 [128]\n"
 "  -o nr_requests=N             scheduler requests [2*min(queue_depth,128)]\n"

@@ -595,6 +595,45 @@ START_TEST(test_prio_order)
 }
 END_TEST
 
+/*
+ * A reader between two requests leaves the device to IDLE for a moment:
+ * only idle_depth IDLE requests may go then (10 ms after the last RT or
+ * BE insert), so the reader's next one waits behind little; once the
+ * others are quiet, or with idle_depth 0 (the kernel's way), all go.
+ */
+START_TEST(test_idle_depth)
+{
+	struct mq_request *b, *i1;
+
+	for (int i = 0; i < 4; i++)
+		insert(mkrq(i, MQ_OP_WRITE, 100 + 8 * (uint64_t)i * 2, 8,
+			    MQ_PRIO_IDLE));
+	insert(rd(4, 10));
+	b = expect_sector(10);
+	ck_assert_ptr_null(dispatch());		/* BE in flight */
+	finish(b);
+	i1 = expect_sector(100);
+	ck_assert_ptr_null(dispatch());		/* held: BE was just here */
+	ck_assert(ops()->has_work(e));
+	finish(i1);
+	expect_sector(116);
+	mq_clock_fake_advance(11 * MS);		/* the reader went quiet */
+	expect_sector(132);
+	expect_sector(148);
+	ck_assert_ptr_null(dispatch());
+	/* idle_depth 0: as the kernel, IDLE fills the gap. */
+	store_ok("idle_depth", "0");
+	for (int i = 5; i < 8; i++)
+		insert(mkrq(i, MQ_OP_WRITE, 1000 + 8 * (uint64_t)i * 2, 8,
+			    MQ_PRIO_IDLE));
+	insert(rd(8, 20));
+	finish(expect_sector(20));
+	expect_sector(1080);
+	expect_sector(1096);
+	expect_sector(1112);
+}
+END_TEST
+
 START_TEST(test_prio_aging)
 {
 	struct mq_request *r;
@@ -657,6 +696,7 @@ START_TEST(test_tunables)
 	show_eq("fifo_batch", "16");
 	show_eq("async_depth", "64");
 	show_eq("prio_aging_expire", "10000");
+	show_eq("idle_depth", "1");
 	for (size_t i = 0; i < MQ_ARRAY_SIZE(bad); i++) {
 		char before[32];
 
@@ -789,6 +829,7 @@ static Suite *deadline_suite(void)
 	tc(s, "insert_merge", test_insert_merge, 0);
 	c = tc(s, "priority", test_prio_order, 0);
 	tcase_add_test(c, test_prio_aging);
+	tcase_add_test(c, test_idle_depth);
 	tc(s, "limit_depth", test_limit_depth, 0);
 	tc(s, "tunables", test_tunables, 0);
 	tc(s, "balance", test_balance, 0);
