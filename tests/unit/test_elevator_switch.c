@@ -673,7 +673,7 @@ static const struct dd_default dd_defaults[] = {
 	{ "read_expire", "500" },	{ "write_expire", "5000" },
 	{ "writes_starved", "2" },	{ "front_merges", "1" },
 	{ "fifo_batch", "16" },		{ "async_depth", "8" },
-	{ "prio_aging_expire", "10000" },
+	{ "prio_aging_expire", "10000" },	{ "idle_depth", "1" },
 };
 
 static void assert_dd_defaults(void)
