@@ -1,8 +1,9 @@
 # SPDX-License-Identifier: MIT
-# The block layer and its in-memory drivers: the core library.
-noinst_LIBRARIES += libmqfs.a
-libmqfs_a_SOURCES = \
-	%reldir%/attr.c \
+# The block layer and its drivers: libmqblk.a, the bottom layer.  It may
+# reference no symbol of the filesystem or the front end (tests/layers.sh).
+noinst_LIBRARIES += libmqblk.a
+libmqblk_a_SOURCES = \
+	%reldir%/sysfs.c \
 	%reldir%/blk_i.h \
 	%reldir%/clock.c \
 	%reldir%/complete.c \

@@ -1,12 +1,14 @@
 # SPDX-License-Identifier: MIT
 bin_PROGRAMS += mqfs-bench
 mqfs_bench_SOURCES = %reldir%/bench/mqfs-bench.c %reldir%/bench/bench_i.h \
-	%reldir%/bench/hist.c %reldir%/bench/opts.c %reldir%/bench/report.c
+	%reldir%/bench/hist.c %reldir%/bench/bench_opts.c %reldir%/bench/report.c
 mqfs_bench_LDADD = $(CORE_LIBS)
 include %reldir%/load/local.mk
 
-# The filesystem (src/fs): part of the core library.
-libmqfs_a_SOURCES += \
+# The filesystem (src/fs): libmqfs.a, over libmqblk.a.  It may reference
+# no symbol of the FUSE front end (tests/layers.sh).
+noinst_LIBRARIES += libmqfs.a
+libmqfs_a_SOURCES = \
 	%reldir%/fs/fs_i.h \
 	%reldir%/fs/alloc.c \
 	%reldir%/fs/attr.c \

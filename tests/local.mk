@@ -60,6 +60,10 @@ AM_TESTS_ENVIRONMENT = \
 	CK_VERBOSITY=$${CK_VERBOSITY:-normal}; export CK_VERBOSITY; \
 	CK_DEFAULT_TIMEOUT=$${CK_DEFAULT_TIMEOUT:-60}; export CK_DEFAULT_TIMEOUT;
 
+# The layers, checked on the archives' symbols.
+TESTS += tests/layers.sh
+EXTRA_DIST += tests/layers.sh
+
 # The filesystem's unit tests and the integration scripts, one fragment
 # per module group.
 include tests/unit/super.mk

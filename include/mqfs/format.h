@@ -255,6 +255,10 @@ struct mqfs_jcommit {
 };
 
 /* Compile-time size checks for every on-disk structure. */
+/* Every integer above is little-endian and read in place (configure
+ * refuses other hosts too). */
+_Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
+	       "mqfs's on-disk format is little-endian");
 _Static_assert(sizeof(struct mqfs_blk_hdr) == 32, "blk_hdr");
 _Static_assert(sizeof(struct mqfs_super) <= MQFS_BLOCK_SIZE, "super");
 _Static_assert(sizeof(struct mqfs_ag) == 32 + 56, "ag");

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * test_elevator_switch.c - Check unit tests for the live elevator switch
- * and the queue's tunables (sched/queue.c, sched/attr.c, sched/elevator.c
+ * and the queue's tunables (sched/queue.c, sched/sysfs.c, sched/elevator.c
  * with sched/mq-deadline.c), driven through the public queue API.
  *
  * Covered: switching none <-> mq-deadline on an idle queue, the alias

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * opts.c - mqfs-bench's command line.  Sizes take k/m/g suffixes (powers
+ * bench_opts.c - mqfs-bench's command line.  Sizes take k/m/g suffixes (powers
  * of 1024), as fio's do.  Bad input is an error with the option named.
  */
 #include <errno.h>

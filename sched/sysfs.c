@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * attr.c - a queue's tunables and statistics in the kernel's vocabulary
+ * sysfs.c - a queue's tunables and statistics in the kernel's vocabulary
  * (/sys/block/DEV/queue/ and its iosched/ directory), plus the small
  * accessors drivers use.
  */
