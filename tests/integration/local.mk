@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: MIT
 # Integration scripts: mount the real filesystem through /dev/fuse.  Each
 # exits 77 (skip) without root or a usable /dev/fuse.  They need mqfs,
-# mkfs.mqfs and fsck.mqfs built, python3, and fio (fio.sh).
+# mkfs.mqfs and fsck.mqfs built, python3, and fio (fio.sh).  tools-*.sh
+# run mkfs.mqfs and fsck.mqfs on image files, mounting nothing.
 FUSE_INTEGRATION_TESTS = \
 	tests/integration/basic.sh \
 	tests/integration/persist.sh \
@@ -22,10 +23,13 @@ FUSE_INTEGRATION_TESTS = \
 	tests/integration/killpriv.sh \
 	tests/integration/exclusive.sh \
 	tests/integration/crash.sh \
-	tests/integration/ionice.sh
+	tests/integration/ionice.sh \
+	tests/integration/tools-mkfs.sh \
+	tests/integration/tools-fsck.sh
 
 TESTS += $(FUSE_INTEGRATION_TESTS)
 EXTRA_DIST += $(FUSE_INTEGRATION_TESTS) tests/integration/lib.sh \
+	tests/integration/tools-lib.sh \
 	contrib/fio/verify-seqwrite-1m-qd4.fio \
 	contrib/fio/verify-randwrite-4k-qd16.fio \
 	contrib/fio/verify-randwrite-64k-qd8-4jobs.fio \

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 
 #include "t_fs.h"
+#include "t_main.h"
 
 #define T_SIZE		(32 * T_FS_MIB)	/* 8 AGs of 1024 blocks */
 #define T_CREDITS	8u
@@ -480,13 +481,4 @@ static Suite *alloc_suite(void)
 	return s;
 }
 
-int main(void)
-{
-	SRunner *sr = srunner_create(alloc_suite());
-	int failed;
-
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
-}
+T_MAIN(alloc_suite)

@@ -28,6 +28,7 @@
 #include "t_util.h"
 #include "fs_i.h"
 #include "t_fs_double.h"
+#include "t_main.h"
 
 #define RIG_BLOCKS	1024u			/* 4 MiB */
 #define BS		MQFS_BLOCK_SIZE
@@ -470,13 +471,4 @@ static Suite *buf_suite(void)
 	return s;
 }
 
-int main(void)
-{
-	SRunner *sr = srunner_create(buf_suite());
-	int failed;
-
-	srunner_run_all(sr, CK_ENV);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
-}
+T_MAIN(buf_suite)

@@ -37,6 +37,7 @@
 #include <unistd.h>
 
 #include "t_util.h"
+#include "t_main.h"
 
 #define BS		(4 * T_KB)
 #define FAR		(1024 * T_SECT_KB)	/* 1 MiB apart: never merge */
@@ -995,13 +996,4 @@ static Suite *complete_task_suite(void)
 	return s;
 }
 
-int main(void)
-{
-	SRunner *sr = srunner_create(complete_task_suite());
-	int failed;
-
-	srunner_run_all(sr, CK_ENV);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
-}
+T_MAIN(complete_task_suite)

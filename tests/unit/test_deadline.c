@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "elv_i.h"
+#include "t_main.h"
 
 /* From sched/mq-deadline.c: [RT/BE/IDLE][ins, merged, disp, done]. */
 extern void mq_dd_stats(struct mq_elevator *e, uint64_t out[3][4]);
@@ -839,13 +840,4 @@ static Suite *deadline_suite(void)
 	return s;
 }
 
-int main(void)
-{
-	SRunner *sr = srunner_create(deadline_suite());
-	int failed;
-
-	srunner_run_all(sr, CK_ENV);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
-}
+T_MAIN(deadline_suite)

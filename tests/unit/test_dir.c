@@ -12,6 +12,7 @@
 #include <stdlib.h>
 
 #include "t_fs.h"
+#include "t_main.h"
 
 #define TD_BIG		100000u
 #define TD_FS_SIZE	(128 * T_FS_MIB)
@@ -410,13 +411,4 @@ static Suite *dir_suite(void)
 	return s;
 }
 
-int main(void)
-{
-	SRunner *sr = srunner_create(dir_suite());
-	int failed;
-
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
-}
+T_MAIN(dir_suite)

@@ -27,6 +27,7 @@
 #include <stdlib.h>
 
 #include "t_util.h"
+#include "t_main.h"
 
 /* From sched/mq-deadline.c: [RT/BE/IDLE][inserted, merged, dispatched, done]. */
 
@@ -605,13 +606,4 @@ static Suite *dispatch_suite(void)
 	return s;
 }
 
-int main(void)
-{
-	SRunner *sr = srunner_create(dispatch_suite());
-	int failed;
-
-	srunner_run_all(sr, CK_ENV);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
-}
+T_MAIN(dispatch_suite)

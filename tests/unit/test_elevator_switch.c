@@ -41,6 +41,7 @@
 #include "mqfs/clock.h"
 #include "mqfs/mq_dev.h"
 #include "t_util.h"
+#include "t_main.h"
 
 /* From sched/mq-deadline.c: [RT/BE/IDLE][ins, merged, disp, done]. */
 
@@ -925,13 +926,4 @@ static Suite *switch_suite(void)
 	return s;
 }
 
-int main(void)
-{
-	SRunner *sr = srunner_create(switch_suite());
-	int failed;
-
-	srunner_run_all(sr, CK_ENV);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
-}
+T_MAIN(switch_suite)

@@ -15,6 +15,7 @@
 #include <stdlib.h>
 
 #include "t_fs.h"
+#include "t_main.h"
 
 #define T_SIZE		(64 * T_FS_MIB)	/* 16384 blocks, 16 AGs */
 #define T_SPAN		4096u		/* logical blocks the model covers */
@@ -731,13 +732,4 @@ static Suite *extent_suite(void)
 	return s;
 }
 
-int main(void)
-{
-	SRunner *sr = srunner_create(extent_suite());
-	int failed;
-
-	srunner_run_all(sr, CK_ENV);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
-}
+T_MAIN(extent_suite)

@@ -29,6 +29,7 @@
 #include <time.h>
 
 #include "t_util.h"
+#include "t_main.h"
 
 #define DEV_SECT	8192u				/* 4 MiB ram device */
 #define DEV_BYTES	((uint64_t)DEV_SECT * MQ_SECTOR_SIZE)
@@ -856,13 +857,4 @@ static Suite *fault_suite(void)
 	return s;
 }
 
-int main(void)
-{
-	SRunner *sr = srunner_create(fault_suite());
-	int failed;
-
-	srunner_run_all(sr, CK_ENV);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
-}
+T_MAIN(fault_suite)

@@ -23,6 +23,7 @@
 
 #include "t_fs.h"
 #include "t_fsio.h"
+#include "t_main.h"
 
 #define T_SIZE		(64 * T_FS_MIB)
 #define T_MODEL_MAX	(4 * T_FS_MIB)	/* bytes a model file may hold */
@@ -1413,13 +1414,4 @@ static Suite *file_suite(void)
 	return s;
 }
 
-int main(void)
-{
-	SRunner *sr = srunner_create(file_suite());
-	int failed;
-
-	srunner_run_all(sr, CK_ENV);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
-}
+T_MAIN(file_suite)

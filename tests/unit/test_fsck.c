@@ -22,6 +22,7 @@
 #include "t_fs.h"
 #include "t_fsio.h"
 #include "t_jforge.h"
+#include "t_main.h"
 
 #define TF_SIZE		(64 * T_FS_MIB)
 #define TF_FILES	40u
@@ -1362,13 +1363,4 @@ static Suite *fsck_suite(void)
 	return s;
 }
 
-int main(void)
-{
-	SRunner *sr = srunner_create(fsck_suite());
-	int failed;
-
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
-}
+T_MAIN(fsck_suite)

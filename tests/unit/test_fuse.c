@@ -26,6 +26,7 @@
 
 #include "fuse_i.h"
 #include "t_fs.h"
+#include "t_main.h"
 
 /* ---- building messages ---------------------------------------------------- */
 
@@ -643,13 +644,4 @@ static Suite *fuse_suite(void)
 	return s;
 }
 
-int main(void)
-{
-	SRunner *sr = srunner_create(fuse_suite());
-	int failed;
-
-	srunner_run_all(sr, CK_ENV);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
-}
+T_MAIN(fuse_suite)

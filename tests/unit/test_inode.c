@@ -12,6 +12,7 @@
 #include <time.h>
 
 #include "t_fs.h"
+#include "t_main.h"
 
 #define T_SIZE		(32 * T_FS_MIB)	/* 8 AGs of 1024 blocks */
 
@@ -827,13 +828,4 @@ static Suite *inode_suite(void)
 	return s;
 }
 
-int main(void)
-{
-	SRunner *sr = srunner_create(inode_suite());
-	int failed;
-
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
-}
+T_MAIN(inode_suite)

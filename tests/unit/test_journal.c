@@ -37,6 +37,7 @@
 #include "fs_i.h"
 #include "t_fs_double.h"
 #include "t_jforge.h"
+#include "t_main.h"
 
 #define RIG_BLOCKS	4096u			/* 16 MiB */
 #define BS		MQFS_BLOCK_SIZE
@@ -893,13 +894,4 @@ static Suite *journal_suite(void)
 	return s;
 }
 
-int main(void)
-{
-	SRunner *sr = srunner_create(journal_suite());
-	int failed;
-
-	srunner_run_all(sr, CK_ENV);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
-}
+T_MAIN(journal_suite)

@@ -13,6 +13,7 @@
 #include <sys/sysmacros.h>
 
 #include "t_fs.h"
+#include "t_main.h"
 
 #define TN_ROOT		MQFS_ROOT_INO
 #define TN_LINK_MAX	65000u
@@ -913,13 +914,4 @@ static Suite *namei_suite(void)
 	return s;
 }
 
-int main(void)
-{
-	SRunner *sr = srunner_create(namei_suite());
-	int failed;
-
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
-}
+T_MAIN(namei_suite)

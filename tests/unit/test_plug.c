@@ -27,6 +27,7 @@
 #include <stdlib.h>
 
 #include "t_util.h"
+#include "t_main.h"
 
 #define FAR	(1024 * T_SECT_KB)	/* 1 MiB apart: never merge */
 #define BS	(4 * T_KB)
@@ -528,13 +529,4 @@ static Suite *plug_suite(void)
 	return s;
 }
 
-int main(void)
-{
-	SRunner *sr = srunner_create(plug_suite());
-	int failed;
-
-	srunner_run_all(sr, CK_ENV);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
-}
+T_MAIN(plug_suite)

@@ -34,6 +34,7 @@
 
 #include "t_fs.h"
 #include "t_fsio.h"
+#include "t_main.h"
 
 #define PL_SIZE		(16 * T_FS_MIB)
 #define PL_NAMES	5		/* a b c d dir */
@@ -575,13 +576,4 @@ static Suite *powerloss_suite(void)
 	return s;
 }
 
-int main(void)
-{
-	SRunner *sr = srunner_create(powerloss_suite());
-	int failed;
-
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
-}
+T_MAIN(powerloss_suite)

@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "mqfs/rbtree.h"
+#include "t_main.h"
 
 #define POOL_SIZE	512
 
@@ -563,13 +564,4 @@ static Suite *rbtree_suite(void)
 	return s;
 }
 
-int main(void)
-{
-	SRunner *sr = srunner_create(rbtree_suite());
-	int failed;
-
-	srunner_run_all(sr, CK_ENV);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
-}
+T_MAIN(rbtree_suite)

@@ -15,6 +15,7 @@
 
 #include "t_fs.h"
 #include "t_fsio.h"
+#include "t_main.h"
 
 #define T_SIZE	(64 * T_FS_MIB)
 #define T_FILE	(4 * T_FS_MIB + 12345)	/* ends inside a block */
@@ -220,13 +221,4 @@ static Suite *ra_suite(void)
 	return s;
 }
 
-int main(void)
-{
-	SRunner *sr = srunner_create(ra_suite());
-	int failed;
-
-	srunner_run_all(sr, CK_ENV);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
-}
+T_MAIN(ra_suite)

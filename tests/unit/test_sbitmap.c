@@ -23,6 +23,7 @@
 #include <time.h>
 
 #include "sbitmap.h"
+#include "t_main.h"
 
 #define LONG_BITS	((unsigned int)(sizeof(unsigned long) * 8))
 #define JOIN_TIMEOUT_S	5
@@ -1347,13 +1348,4 @@ static Suite *sbitmap_suite(void)
 	return s;
 }
 
-int main(void)
-{
-	SRunner *sr = srunner_create(sbitmap_suite());
-	int failed;
-
-	srunner_run_all(sr, CK_ENV);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
-}
+T_MAIN(sbitmap_suite)

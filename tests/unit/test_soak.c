@@ -63,6 +63,7 @@
 #include <unistd.h>
 
 #include "t_util.h"
+#include "t_main.h"
 
 #define NR_THREADS	4
 #define DEV_BYTES	(64ull << 20)
@@ -1682,7 +1683,6 @@ static Suite *soak_suite(void)
 
 int main(void)
 {
-	SRunner *sr;
 	int failed;
 
 	g_main_pid = getpid();
@@ -1698,10 +1698,7 @@ int main(void)
 	} else {
 		fprintf(stderr, "test_soak: io_uring unusable: ram only\n");
 	}
-	sr = srunner_create(soak_suite());
-	srunner_run_all(sr, CK_ENV);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
+	failed = t_run(soak_suite()) != EXIT_SUCCESS;
 	cleanup();
 	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
 }

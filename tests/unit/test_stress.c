@@ -53,6 +53,7 @@
 #include "mqfs/mq_dev.h"
 
 #include "t_util.h"
+#include "t_main.h"
 
 /* From sched/mq-deadline.c: [RT/BE/IDLE][ins, merged, disp, done]. */
 
@@ -1016,13 +1017,4 @@ static Suite *stress_suite(void)
 	return s;
 }
 
-int main(void)
-{
-	SRunner *sr = srunner_create(stress_suite());
-	int failed;
-
-	srunner_run_all(sr, CK_ENV);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
-}
+T_MAIN(stress_suite)

@@ -25,6 +25,7 @@
 #include <time.h>
 #include "blk_i.h"
 #include "mqfs/mq_dev.h"
+#include "t_main.h"
 
 #define HANG_SEC	10
 
@@ -265,22 +266,16 @@ START_TEST(test_task_prio)
 }
 END_TEST
 
-int main(void)
+static Suite *submit_suite(void)
 {
 	Suite *s = suite_create("submit");
-	TCase *tc = tcase_create("submit");
-	SRunner *sr;
-	int failed;
+	TCase *tc = t_tcase(s, "submit", 60);
 
-	tcase_set_timeout(tc, 60);
 	tcase_add_loop_test(tc, test_bio_checks, 0, 2);
 	tcase_add_loop_test(tc, test_end_io_submits_during_switch, 0, 2);
 	tcase_add_test(tc, test_tunable_store_with_plug_during_switch);
 	tcase_add_test(tc, test_task_prio);
-	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_ENV);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return s;
 }
+
+T_MAIN(submit_suite)

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 
 #include "t_fs.h"
+#include "t_main.h"
 
 /* The layout of a size must hold its metadata and never exceed it. */
 START_TEST(test_layout_sizes)
@@ -232,13 +233,4 @@ static Suite *super_suite(void)
 	return s;
 }
 
-int main(void)
-{
-	SRunner *sr = srunner_create(super_suite());
-	int failed;
-
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
-}
+T_MAIN(super_suite)

@@ -26,6 +26,7 @@
 #include <time.h>
 
 #include "t_util.h"
+#include "t_main.h"
 
 #define FAR	(1024 * T_SECT_KB)	/* 1 MiB apart: never merge */
 
@@ -396,13 +397,4 @@ static Suite *tags_suite(void)
 	return s;
 }
 
-int main(void)
-{
-	SRunner *sr = srunner_create(tags_suite());
-	int failed;
-
-	srunner_run_all(sr, CK_ENV);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
-}
+T_MAIN(tags_suite)

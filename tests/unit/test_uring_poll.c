@@ -35,6 +35,7 @@
 static const char *const g_prog = "test_uring_poll";
 
 #include "t_uring.h"
+#include "t_main.h"
 
 static const char *const elv_names[] = { "mq-deadline", "none" };
 
@@ -780,7 +781,6 @@ static Suite *poll_suite(void)
 
 int main(void)
 {
-	SRunner *sr;
 	int ret, failed;
 
 	ur_hooks_init();
@@ -794,10 +794,7 @@ int main(void)
 	if (make_dir())
 		return 99;
 	atexit(cleanup);
-	sr = srunner_create(poll_suite());
-	srunner_run_all(sr, CK_ENV);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
+	failed = t_run(poll_suite()) != EXIT_SUCCESS;
 	cleanup();
 	return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
 }

@@ -24,6 +24,7 @@
 
 #include "t_fs.h"
 #include "t_fsio.h"
+#include "t_main.h"
 
 #define T_SIZE		(64 * T_FS_MIB)
 #define T_KIB		1024ull
@@ -692,13 +693,4 @@ static Suite *wback_suite(void)
 	return s;
 }
 
-int main(void)
-{
-	SRunner *sr = srunner_create(wback_suite());
-	int failed;
-
-	srunner_run_all(sr, CK_ENV);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
-}
+T_MAIN(wback_suite)

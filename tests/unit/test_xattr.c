@@ -17,6 +17,7 @@
 
 #include "t_fs.h"
 #include "t_fsio.h"
+#include "t_main.h"
 
 #define TX_ROOT		MQFS_ROOT_INO
 
@@ -498,13 +499,4 @@ static Suite *xattr_suite(void)
 	return s;
 }
 
-int main(void)
-{
-	SRunner *sr = srunner_create(xattr_suite());
-	int failed;
-
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
-}
+T_MAIN(xattr_suite)

@@ -1,0 +1,114 @@
+# SPDX-License-Identifier: MIT
+# Unit tests: one Check program per module, in three groups by the layer
+# they test: the block layer (sched/), the filesystem (src/fs, its
+# private header too) and the FUSE engine (src/fuse).  Each program
+# gets its group's flags here; nothing else registers unit tests.
+BLK_UNIT_TESTS = \
+	tests/unit/test_rbtree \
+	tests/unit/test_sbitmap \
+	tests/unit/test_deadline \
+	tests/unit/test_tags \
+	tests/unit/test_plug \
+	tests/unit/test_dispatch \
+	tests/unit/test_elevator_switch \
+	tests/unit/test_stress \
+	tests/unit/test_fault \
+	tests/unit/test_uring \
+	tests/unit/test_uring_poll \
+	tests/unit/test_complete_task \
+	tests/unit/test_soak \
+	tests/unit/test_submit
+FS_UNIT_TESTS = \
+	tests/unit/test_super \
+	tests/unit/test_buf \
+	tests/unit/test_journal \
+	tests/unit/test_alloc \
+	tests/unit/test_inode \
+	tests/unit/test_extent \
+	tests/unit/test_file \
+	tests/unit/test_dir \
+	tests/unit/test_namei \
+	tests/unit/test_xattr \
+	tests/unit/test_fsck \
+	tests/unit/test_powerloss \
+	tests/unit/test_wback \
+	tests/unit/test_readahead
+FUSE_UNIT_TESTS = tests/unit/test_fuse
+UNIT_TESTS = $(BLK_UNIT_TESTS) $(FS_UNIT_TESTS) $(FUSE_UNIT_TESTS)
+
+if HAVE_CHECK
+check_PROGRAMS += $(UNIT_TESTS)
+TESTS += $(UNIT_TESTS)
+endif
+
+UNIT_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS) -I$(top_srcdir)/sched
+UNIT_LDADD = $(CORE_LIBS) $(CHECK_LIBS)
+FS_UNIT_CFLAGS = $(UNIT_CFLAGS) -I$(top_srcdir)/src/fs
+EXTRA_DIST += tests/unit/t_util.h tests/unit/t_uring.h tests/unit/t_main.h \
+	tests/unit/t_fs.h tests/unit/t_fs_double.h tests/unit/t_fsio.h \
+	tests/unit/t_jforge.h
+
+tests_unit_test_rbtree_CFLAGS = $(UNIT_CFLAGS)
+tests_unit_test_rbtree_LDADD = $(UNIT_LDADD)
+tests_unit_test_sbitmap_CFLAGS = $(UNIT_CFLAGS)
+tests_unit_test_sbitmap_LDADD = $(UNIT_LDADD)
+tests_unit_test_deadline_CFLAGS = $(UNIT_CFLAGS)
+tests_unit_test_deadline_LDADD = $(UNIT_LDADD)
+tests_unit_test_tags_CFLAGS = $(UNIT_CFLAGS)
+tests_unit_test_tags_LDADD = $(UNIT_LDADD)
+tests_unit_test_plug_CFLAGS = $(UNIT_CFLAGS)
+tests_unit_test_plug_LDADD = $(UNIT_LDADD)
+tests_unit_test_dispatch_CFLAGS = $(UNIT_CFLAGS)
+tests_unit_test_dispatch_LDADD = $(UNIT_LDADD)
+tests_unit_test_elevator_switch_CFLAGS = $(UNIT_CFLAGS)
+tests_unit_test_elevator_switch_LDADD = $(UNIT_LDADD)
+tests_unit_test_stress_CFLAGS = $(UNIT_CFLAGS)
+tests_unit_test_stress_LDADD = $(UNIT_LDADD)
+tests_unit_test_fault_CFLAGS = $(UNIT_CFLAGS)
+tests_unit_test_fault_LDADD = $(UNIT_LDADD)
+tests_unit_test_uring_CFLAGS = $(UNIT_CFLAGS)
+tests_unit_test_uring_LDADD = $(UNIT_LDADD)
+tests_unit_test_uring_poll_CFLAGS = $(UNIT_CFLAGS)
+tests_unit_test_uring_poll_LDADD = $(UNIT_LDADD)
+tests_unit_test_complete_task_CFLAGS = $(UNIT_CFLAGS)
+tests_unit_test_complete_task_LDADD = $(UNIT_LDADD)
+tests_unit_test_soak_CFLAGS = $(UNIT_CFLAGS)
+tests_unit_test_soak_LDADD = $(UNIT_LDADD)
+tests_unit_test_submit_CFLAGS = $(UNIT_CFLAGS)
+tests_unit_test_submit_LDADD = $(UNIT_LDADD)
+tests_unit_test_super_CFLAGS = $(FS_UNIT_CFLAGS)
+tests_unit_test_super_LDADD = $(UNIT_LDADD)
+tests_unit_test_buf_CFLAGS = $(FS_UNIT_CFLAGS)
+tests_unit_test_buf_LDADD = $(UNIT_LDADD)
+tests_unit_test_journal_CFLAGS = $(FS_UNIT_CFLAGS)
+tests_unit_test_journal_LDADD = $(UNIT_LDADD)
+tests_unit_test_alloc_CFLAGS = $(FS_UNIT_CFLAGS)
+tests_unit_test_alloc_LDADD = $(UNIT_LDADD)
+tests_unit_test_inode_CFLAGS = $(FS_UNIT_CFLAGS)
+tests_unit_test_inode_LDADD = $(UNIT_LDADD)
+tests_unit_test_extent_CFLAGS = $(FS_UNIT_CFLAGS)
+tests_unit_test_extent_LDADD = $(UNIT_LDADD)
+tests_unit_test_file_CFLAGS = $(FS_UNIT_CFLAGS)
+tests_unit_test_file_LDADD = $(UNIT_LDADD)
+tests_unit_test_dir_CFLAGS = $(FS_UNIT_CFLAGS)
+tests_unit_test_dir_LDADD = $(UNIT_LDADD)
+tests_unit_test_namei_CFLAGS = $(FS_UNIT_CFLAGS)
+tests_unit_test_namei_LDADD = $(UNIT_LDADD)
+tests_unit_test_xattr_CFLAGS = $(FS_UNIT_CFLAGS)
+tests_unit_test_xattr_LDADD = $(UNIT_LDADD)
+tests_unit_test_fsck_CFLAGS = $(FS_UNIT_CFLAGS)
+tests_unit_test_fsck_LDADD = $(UNIT_LDADD)
+tests_unit_test_powerloss_CFLAGS = $(FS_UNIT_CFLAGS)
+tests_unit_test_powerloss_LDADD = $(UNIT_LDADD)
+tests_unit_test_wback_CFLAGS = $(FS_UNIT_CFLAGS)
+tests_unit_test_wback_LDADD = $(UNIT_LDADD)
+tests_unit_test_readahead_CFLAGS = $(FS_UNIT_CFLAGS)
+tests_unit_test_readahead_LDADD = $(UNIT_LDADD)
+tests_unit_test_fuse_CFLAGS = $(FS_UNIT_CFLAGS) $(FUSE_CFLAGS) \
+	-I$(top_srcdir)/src/fuse
+tests_unit_test_fuse_LDADD = libmqfuse.a $(UNIT_LDADD) $(FUSE_LIBS)
+
+# The full power-loss sweep: 16 torn patterns per cut (make check runs 1).
+check-powerloss: tests/unit/test_powerloss
+	MQFS_PL_SEEDS=$${MQFS_PL_SEEDS:-16} ./tests/unit/test_powerloss
+.PHONY: check-powerloss
