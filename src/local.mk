@@ -24,6 +24,7 @@ libmqfs_a_SOURCES = \
 	%reldir%/fs/fsck_i.h \
 	%reldir%/fs/fsck_inode.c \
 	%reldir%/fs/fsck_repair.c \
+	%reldir%/fs/fsck_super.c \
 	%reldir%/fs/inode.c \
 	%reldir%/fs/journal.c \
 	%reldir%/fs/lookups.c \

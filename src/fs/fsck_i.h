@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * fsck_i.h - the checker's private state, shared by its files:
- *   fsck.c        driver, block access, superblock, journal, AG headers,
- *                 bitmaps and counts (passes 1-3 and 7), write-out
+ *   fsck.c        driver, block access, journal, AG headers, bitmaps
+ *                 and counts (passes 2, 3 and 7), write-out
+ *   fsck_super.c  the superblock and its copies (pass 1)
  *   fsck_inode.c  inode tables and extent trees (pass 4), duplicates
  *   fsck_dir.c    directories, links, orphans (passes 5 and 6)
  *   fsck_repair.c changes that allocate or free: inodes, lost+found
@@ -132,6 +133,11 @@ struct fsck {
 	/* Progress: this pass covers [pbase, pbase + pspan) percent. */
 	int pct, pbase, pspan;
 };
+
+/* ---- fsck_super.c ------------------------------------------------------ */
+
+/* Pass 1: f->sb from block 0 or a copy, the layout, f->gen; 0 or -errno. */
+int fk_pass_super(struct fsck *f);
 
 /* ---- fsck.c ------------------------------------------------------------ */
 
