@@ -28,8 +28,12 @@
 
 /* ---- configuration (opts.c) -------------------------------------------- */
 
-/* mq-deadline tunables settable at mount, in the queue's vocabulary. */
-#define MQFS_NR_TUNABLES	8
+/*
+ * The elevator tunables settable at mount: every attribute of
+ * mq-deadline's table (elevator.h), by its index there, in the queue's
+ * vocabulary; the option names and the help come from that table.
+ */
+#define MQFS_MAX_TUNABLES	16
 /* Defaults of fuse_bufs= and bdi_max_ratio= (DESIGN.md: how measured). */
 #define MQFS_DEFAULT_FUSE_BUFS		64
 #define MQFS_DEFAULT_BDI_MAX_RATIO	50
@@ -41,7 +45,7 @@ struct mqfs_config {
 	struct mq_uring_config uring;
 	struct mq_queue_config queue;
 	/* Strings handed to mq_queue_attr_store; NULL: the default. */
-	char *tunables[MQFS_NR_TUNABLES];
+	char *tunables[MQFS_MAX_TUNABLES];
 	char *complete_delay_us;
 	char *stats_path;		/* stats=: report written at unmount */
 	bool plug;			/* handlers run inside a plug */

@@ -14,18 +14,34 @@
 #include <stdlib.h>
 #include <string.h>
 #include "fuse_i.h"
+#include "mqfs/elevator.h"
 
-static const char *const tunable_names[MQFS_NR_TUNABLES] = {
-	"read_expire", "write_expire", "fifo_batch", "writes_starved",
-	"front_merges", "async_depth", "prio_aging_expire", "idle_depth",
-};
+/* The elevator whose tunables are mount options: its attribute table. */
+static const struct mq_elevator_type *opts_elv(void)
+{
+	const struct mq_elevator_type *t = mq_elv_find("mq-deadline");
+
+	return t && t->nr_attrs <= MQFS_MAX_TUNABLES ? t : NULL;
+}
+
+/* The index of the tunable called by the @len bytes at @name, or -1. */
+static int opts_tunable(const char *name, size_t len)
+{
+	const struct mq_elevator_type *t = opts_elv();
+
+	for (unsigned i = 0; t && i < t->nr_attrs; i++)
+		if (strlen(t->attrs[i].name) == len &&
+		    !strncmp(t->attrs[i].name, name, len))
+			return (int)i;
+	return -1;
+}
 
 /* The -o values as given; opts_check() converts them. */
 struct opts_raw {
 	char *sched, *queue_depth, *nr_requests, *nr_hw_queues, *plug;
 	char *complete_delay_us, *cache, *errors, *meta_cache, *commit;
 	char *stats, *dontcache_dirty, *fuse_bufs, *bdi_max_ratio;
-	char *tunables[MQFS_NR_TUNABLES];
+	char *tunables[MQFS_MAX_TUNABLES];
 	int sqpoll, ro, fsname;
 	char *device;
 };
@@ -33,7 +49,6 @@ struct opts_raw {
 enum { KEY_RO, KEY_FSNAME };
 
 #define RAW(t, f)	{ t, offsetof(struct opts_raw, f), 1 }
-#define RAW_TUN(n, i)	{ n "=%s", offsetof(struct opts_raw, tunables[i]), 1 }
 
 static const struct fuse_opt raw_opts[] = {
 	RAW("sched=%s", sched),
@@ -51,14 +66,6 @@ static const struct fuse_opt raw_opts[] = {
 	RAW("fuse_bufs=%s", fuse_bufs),
 	RAW("bdi_max_ratio=%s", bdi_max_ratio),
 	RAW("sqpoll", sqpoll),
-	RAW_TUN("read_expire", 0),
-	RAW_TUN("write_expire", 1),
-	RAW_TUN("fifo_batch", 2),
-	RAW_TUN("writes_starved", 3),
-	RAW_TUN("front_merges", 4),
-	RAW_TUN("async_depth", 5),
-	RAW_TUN("prio_aging_expire", 6),
-	RAW_TUN("idle_depth", 7),
 	/* Kept for the kernel too: the mount itself is read-only. */
 	FUSE_OPT_KEY("ro", KEY_RO),
 	FUSE_OPT_KEY("fsname=", KEY_FSNAME),
@@ -79,6 +86,8 @@ static const struct fuse_opt raw_opts[] = {
 /* Options that take a value, for a clearer message when it is missing. */
 static bool opts_takes_value(const char *arg)
 {
+	if (opts_tunable(arg, strlen(arg)) >= 0)
+		return true;
 	for (const struct fuse_opt *o = raw_opts; o->templ; o++) {
 		size_t n = strlen(arg);
 
@@ -88,10 +97,26 @@ static bool opts_takes_value(const char *arg)
 	return false;
 }
 
+/* NAME=VALUE for an elevator tunable: kept (1), no memory (-1), or 0. */
+static int raw_tunable(struct opts_raw *raw, const char *arg)
+{
+	const char *eq = strchr(arg, '=');
+	int i = eq ? opts_tunable(arg, (size_t)(eq - arg)) : -1;
+
+	if (i < 0)
+		return 0;
+	if (!raw->tunables[i] || strcmp(raw->tunables[i], eq + 1)) {
+		free(raw->tunables[i]);		/* the last one given wins */
+		raw->tunables[i] = strdup(eq + 1);
+	}
+	return raw->tunables[i] ? 1 : -1;
+}
+
 static int raw_proc(void *data, const char *arg, int key,
 		    struct fuse_args *outargs)
 {
 	struct opts_raw *raw = data;
+	int tun;
 
 	switch (key) {
 	case KEY_RO:
@@ -105,6 +130,11 @@ static int raw_proc(void *data, const char *arg, int key,
 			return 1;	/* the mount point: fuse_parse_cmdline's */
 		raw->device = strdup(arg);
 		return raw->device ? 0 : -1;
+	case FUSE_OPT_KEY_OPT:
+		tun = raw_tunable(raw, arg);
+		if (tun)
+			return tun < 0 ? -1 : 0;	/* ours: not libfuse's */
+		/* fall through */
 	default:
 		if (opts_takes_value(arg)) {
 			fprintf(stderr, "mqfs: option '%s' needs a value (%s=...)\n",
@@ -126,7 +156,7 @@ static void raw_free(struct opts_raw *raw)
 
 	for (size_t i = 0; i < sizeof(strs) / sizeof(strs[0]); i++)
 		free(*strs[i]);
-	for (int i = 0; i < MQFS_NR_TUNABLES; i++)
+	for (int i = 0; i < MQFS_MAX_TUNABLES; i++)
 		free(raw->tunables[i]);
 }
 
@@ -195,9 +225,11 @@ static int opt_choice(const char *name, const char *s,
 	return bad_value(name, s, want);
 }
 
-/* The elevator checks the range; here only the syntax. */
-static int opt_tunable(const char *name, const char *s, bool deadline)
+/* An integer in the attribute's range, in its user units. */
+static int opt_tunable(const struct mq_elv_attr *a, const char *s,
+		       bool deadline)
 {
+	char want[96];
 	long long v;
 	char *end;
 
@@ -205,11 +237,13 @@ static int opt_tunable(const char *name, const char *s, bool deadline)
 		return 0;
 	errno = 0;
 	v = strtoll(s, &end, 10);
-	if (errno || end == s || *end || v < INT_MIN || v > INT_MAX)
-		return bad_value(name, s, "an integer");
+	snprintf(want, sizeof(want), "an integer from %lld to %lld: %s",
+		 (long long)a->min, (long long)a->max, a->help);
+	if (errno || end == s || *end || v < a->min || v > a->max)
+		return bad_value(a->name, s, want);
 	if (!deadline) {
 		fprintf(stderr, "mqfs: option '%s' needs sched=mq-deadline\n",
-			name);
+			a->name);
 		return -EINVAL;
 	}
 	return 0;
@@ -262,8 +296,8 @@ static int check_queue(const struct opts_raw *raw, struct mqfs_config *cfg)
 	cfg->plug = plug;
 	bad += !!opt_uint("complete_delay_us", raw->complete_delay_us, 0,
 			  1000000, &delay);
-	for (int i = 0; i < MQFS_NR_TUNABLES; i++)
-		bad += !!opt_tunable(tunable_names[i], raw->tunables[i],
+	for (unsigned i = 0; opts_elv() && i < opts_elv()->nr_attrs; i++)
+		bad += !!opt_tunable(&opts_elv()->attrs[i], raw->tunables[i],
 				     sched == 0);
 	cfg->uring.sqpoll = raw->sqpoll;
 	return bad;
@@ -320,10 +354,26 @@ static void take_strings(struct opts_raw *raw, struct mqfs_config *cfg)
 	raw->complete_delay_us = NULL;
 	cfg->stats_path = raw->stats;
 	raw->stats = NULL;
-	for (int i = 0; i < MQFS_NR_TUNABLES; i++) {
+	for (int i = 0; i < MQFS_MAX_TUNABLES; i++) {
 		cfg->tunables[i] = raw->tunables[i];
 		raw->tunables[i] = NULL;
 	}
+}
+
+/* mq-deadline's tunables, from its attribute table. */
+static void usage_tunables(FILE *f)
+{
+	const struct mq_elevator_type *t = opts_elv();
+
+	for (unsigned i = 0; t && i < t->nr_attrs; i++) {
+		const struct mq_elv_attr *a = &t->attrs[i];
+		char opt[40];
+
+		snprintf(opt, sizeof(opt), "%s=N", a->name);
+		fprintf(f, "  -o %-25s %s\n", opt, a->help);
+	}
+	if (t)
+		fprintf(f, "%31s(mq-deadline only; defaults in mqfs(8))\n", "");
 }
 
 static void usage(FILE *f)
@@ -332,11 +382,9 @@ static void usage(FILE *f)
 "usage: mqfs DEVICE MOUNTPOINT [-f] [-d] [-s] [-o OPTION[,OPTION...]]\n"
 "\n"
 "mqfs options (default in brackets):\n"
-"  -o sched=mq-deadline|none    I/O scheduler [mq-deadline]\n"
-"  -o read_expire=MS, write_expire=MS, fifo_batch=N, writes_starved=N,\n"
-"     front_merges=0|1, async_depth=N, prio_aging_expire=MS,\n"
-"     idle_depth=N\n"
-"                               mq-deadline tunables [the elevator's]\n"
+"  -o sched=mq-deadline|none    I/O scheduler [mq-deadline]\n");
+	usage_tunables(f);
+	fprintf(f,
 "  -o queue_depth=N             device queue depth, 1-4096 [128]\n"
 "  -o nr_requests=N             scheduler requests [2*min(queue_depth,128)]\n"
 "  -o nr_hw_queues=N            hardware queues, 1-64 [1]\n"
@@ -447,7 +495,7 @@ void mqfs_config_free(struct mqfs_config *cfg)
 	free(cfg->cmd.mountpoint);
 	free(cfg->complete_delay_us);
 	free(cfg->stats_path);
-	for (int i = 0; i < MQFS_NR_TUNABLES; i++)
+	for (int i = 0; i < MQFS_MAX_TUNABLES; i++)
 		free(cfg->tunables[i]);
 	*cfg = (struct mqfs_config){ 0 };
 }
@@ -470,8 +518,8 @@ int mqfs_config_tune_queue(const struct mqfs_config *cfg,
 {
 	int bad = 0;
 
-	for (int i = 0; i < MQFS_NR_TUNABLES; i++)
-		bad += !!tune_one(q, tunable_names[i], cfg->tunables[i]);
+	for (unsigned i = 0; opts_elv() && i < opts_elv()->nr_attrs; i++)
+		bad += !!tune_one(q, opts_elv()->attrs[i].name, cfg->tunables[i]);
 	bad += !!tune_one(q, "complete_delay_us", cfg->complete_delay_us);
 	return bad ? -EINVAL : 0;
 }

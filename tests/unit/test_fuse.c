@@ -11,7 +11,8 @@
  * cancellable request answered once only; directory records; the
  * writeback limit that follows the free space; the callers' I/O
  * priorities (a fake getter and clock for the cache, then the real
- * system call).
+ * system call); the command line (every elevator tunable an option,
+ * ranges from the elevator's table, bad values refused).
  */
 #include <check.h>
 #include <dirent.h>
@@ -25,6 +26,7 @@
 #include <sys/syscall.h>
 
 #include "fuse_i.h"
+#include "mqfs/elevator.h"
 #include "t_fs.h"
 #include "t_main.h"
 
@@ -521,6 +523,65 @@ START_TEST(test_ctl_stale_handle)
 }
 END_TEST
 
+/* ---- the command line (opts.c) --------------------------------------- */
+
+/* mqfs_config_parse of "mqfs img /tmp -o @opts" (NULL: no -o). */
+static int t_parse(const char *opts, struct mqfs_config *cfg)
+{
+	char *argv[] = { "mqfs", "img", "/tmp", "-o", (char *)opts, NULL };
+	struct fuse_args args = FUSE_ARGS_INIT(opts ? 5 : 3, argv);
+	int ret = mqfs_config_parse(&args, cfg);
+
+	fuse_opt_free_args(&args);
+	return ret;
+}
+
+/* The index of mq-deadline's tunable @name (its attribute table). */
+static int t_tunable(const char *name)
+{
+	const struct mq_elevator_type *t = mq_elv_find("mq-deadline");
+
+	for (unsigned i = 0; i < t->nr_attrs; i++)
+		if (!strcmp(t->attrs[i].name, name))
+			return (int)i;
+	ck_abort_msg("no tunable %s", name);
+	return -1;
+}
+
+/*
+ * Every mq-deadline tunable is a mount option, checked against the
+ * elevator's own range before anything is opened; the last value given
+ * wins; other bad values and missing arguments are refused.
+ */
+START_TEST(test_options)
+{
+	static const char *const bad[] = {
+		"read_expire=soon", "read_expire=-1", "front_merges=2",
+		"idle_depth=", "fifo_batch", "sched=none,read_expire=10",
+		"cache=fast", "queue_depth=0", "queue_depth=4097",
+		"dontcache_dirty=1K", "errors=panic", "fuse_bufs=0",
+	};
+	struct mqfs_config cfg;
+
+	ck_assert_int_eq(t_parse("read_expire=250,idle_depth=0,cache=none,"
+				 "queue_depth=64,read_expire=300", &cfg), 0);
+	ck_assert_str_eq(cfg.device, "img");
+	ck_assert_str_eq(cfg.tunables[t_tunable("read_expire")], "300");
+	ck_assert_str_eq(cfg.tunables[t_tunable("idle_depth")], "0");
+	ck_assert_ptr_null(cfg.tunables[t_tunable("fifo_batch")]);
+	ck_assert_int_eq(cfg.cache, MQFS_CACHE_NONE);
+	ck_assert_uint_eq(cfg.queue.queue_depth, 64);
+	ck_assert_str_eq(cfg.queue.elevator, "mq-deadline");
+	mqfs_config_free(&cfg);
+	ck_assert_int_eq(t_parse(NULL, &cfg), 0);
+	ck_assert_int_eq(cfg.cache, MQFS_CACHE_KERNEL);
+	mqfs_config_free(&cfg);
+	for (size_t i = 0; i < MQ_ARRAY_SIZE(bad); i++)
+		ck_assert_msg(t_parse(bad[i], &cfg) == -EINVAL, "took %s",
+			      bad[i]);
+}
+END_TEST
+
 /* ---- callers' I/O priorities ---------------------------------------- */
 
 /* This thread's effective capabilities, read the plain way. */
@@ -640,6 +701,7 @@ static Suite *fuse_suite(void)
 	tcase_add_test(tc, test_ioprio_cache);
 	tcase_add_test(tc, test_ioprio_syscall);
 	tcase_add_test(tc, test_ioprio_rt_caps);
+	tcase_add_test(tc, test_options);
 	suite_add_tcase(s, tc);
 	return s;
 }
