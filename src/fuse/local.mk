@@ -22,4 +22,5 @@ bin_PROGRAMS += mqfs
 mqfs_SOURCES = %reldir%/main.c
 mqfs_CFLAGS = $(AM_CFLAGS) $(FUSE_CFLAGS)
 mqfs_LDADD = libmqfuse.a $(CORE_LIBS) $(FUSE_LIBS)
-dist_man_MANS += man/mqfs.8
+man_MANS += man/mqfs.8
+EXTRA_DIST += man/mqfs.8.in

@@ -5,4 +5,5 @@
 bin_PROGRAMS += mqfs-load
 mqfs_load_SOURCES = %reldir%/mqfs-load.c %reldir%/run.c %reldir%/load_i.h
 mqfs_load_LDADD = $(URING_LIBS)
-dist_man_MANS += man/mqfs-load.1
+man_MANS += man/mqfs-load.1
+EXTRA_DIST += man/mqfs-load.1.in
