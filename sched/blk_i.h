@@ -211,6 +211,8 @@ void mq_run_hw_queue_worker(struct mq_hw_queue *hctx);
 void mq_issue_list(struct mq_hw_queue *hctx, struct mq_rq_list *list);
 void mq_insert_requests(struct mq_hw_queue *hctx, struct mq_rq_list *list,
 			bool at_head, bool run_async);
+
+/* worker.c: the hardware queue's worker thread (async runs). */
 int mq_hctx_worker_start(struct mq_hw_queue *hctx);
 void mq_hctx_worker_stop(struct mq_hw_queue *hctx);
 void mq_hctx_kick_worker(struct mq_hw_queue *hctx, uint64_t delay_ns);

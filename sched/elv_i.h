@@ -8,7 +8,8 @@
 
 #include "mqfs/elevator.h"
 
-/* Allocate and init an instance of @type (ERR_PTR on failure). */
+/* Allocate and init an instance of @type; NULL on failure (no memory,
+ * or the type's init_sched refused). */
 struct mq_elevator *mq_elv_alloc(const struct mq_elevator_type *type,
 				 struct mq_queue *q, unsigned nr_requests,
 				 uint32_t max_rq_bytes, uint16_t max_segs,

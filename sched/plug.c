@@ -105,11 +105,6 @@ static void plug_free_cached(struct mq_plug *plug)
 }
 
 /*
- * Before a thread blocks, as the kernel's __blk_flush_plug(): issue the
- * batch and give back the cached requests, whose usage references would
- * otherwise keep a freeze (elevator switch, drain) waiting for ever.
- */
-/*
  * Flush until the plug stays empty: issuing may run a driver that submits
  * bios of its own from this thread (a stacking driver), and those land in
  * this same plug.
@@ -120,6 +115,11 @@ static void plug_flush_all(struct mq_plug *plug)
 		plug_flush(plug);
 }
 
+/*
+ * Before a thread blocks, as the kernel's __blk_flush_plug(): issue the
+ * batch and give back the cached requests, whose usage references would
+ * otherwise keep a freeze (elevator switch, drain) waiting for ever.
+ */
 void mq_flush_plug(void)
 {
 	if (current_plug) {

@@ -2,7 +2,7 @@
 /*
  * queue.c - a request queue's life: creation on a device, the software
  * and hardware contexts, freezing (drain and hold off new requests), the
- * live elevator switch, tunables and statistics.
+ * live elevator switch (tunables and statistics are in sysfs.c).
  */
 #include <errno.h>
 #include <inttypes.h>

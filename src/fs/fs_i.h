@@ -481,8 +481,9 @@ int mqfs_extent_remove(struct mqfs_handle *h, struct mqfs_ino *ip,
 int mqfs_extent_mark_written(struct mqfs_handle *h, struct mqfs_ino *ip,
 			     uint64_t lblk, uint32_t len);
 /*
- * Visit every extent in order (and every tree block with @ext NULL),
- * for fsck and SEEK_DATA; stop when @fn returns nonzero and return it.
+ * Visit every extent in order (and every tree block with @ext NULL);
+ * stop when @fn returns nonzero and return it.  The tests' view of a
+ * file's map (test_extent, test_file).
  */
 typedef int (*mqfs_extent_fn)(void *ctx, const struct mqfs_extent *ext,
 			      uint64_t tree_blk);
