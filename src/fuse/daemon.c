@@ -47,8 +47,10 @@ int mqfs_bg_start(bool foreground)
 	if (foreground)
 		return 0;
 	if (pipe2(fds, O_CLOEXEC)) {
-		fprintf(stderr, "mqfs: pipe: %s\n", strerror(errno));
-		return -errno;
+		int err = -errno;	/* before printing changes it */
+
+		fprintf(stderr, "mqfs: pipe: %s\n", strerror(-err));
+		return err;
 	}
 	fflush(NULL);
 	pid = fork();

@@ -142,9 +142,10 @@ static int run_mount(struct mqfs_run *r)
 	/* Resolved now: once mounted, a stat of it waits for the workers. */
 	r->mnt = realpath(r->cfg.cmd.mountpoint, NULL);
 	if (!r->mnt) {
+		ret = -errno;		/* before printing changes it */
 		fprintf(stderr, "mqfs: %s: %s\n", r->cfg.cmd.mountpoint,
-			strerror(errno));
-		return -errno;
+			strerror(-ret));
+		return ret;
 	}
 	if (fuse_session_mount(r->se, r->mnt)) {
 		fprintf(stderr, "mqfs: cannot mount %s on %s\n", r->cfg.device,

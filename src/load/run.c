@@ -221,6 +221,16 @@ int load_path(const struct load_opts *o, unsigned idx, char *buf, size_t len)
 	return 0;
 }
 
+
+/* Report the failed @call on @j's file; -errno, taken before printing. */
+static int load_errno(const struct load_job *j, const char *call)
+{
+	int err = -errno;
+
+	fprintf(stderr, "mqfs-load: %s: %s: %s\n", j->path, call,
+		strerror(-err));
+	return err;
+}
 static int job_open(struct load_job *j)
 {
 	const struct load_opts *o = j->o;
@@ -242,8 +252,7 @@ static int job_open(struct load_job *j)
 			"filesystem (EINVAL)\n", j->path);
 		return -EINVAL;
 	}
-	fprintf(stderr, "mqfs-load: %s: open: %s\n", j->path, strerror(errno));
-	return -errno;
+	return load_errno(j, "open");
 }
 
 /* Reading past the end would return nothing; the user must write first. */
@@ -254,10 +263,8 @@ static int job_check_size(struct load_job *j)
 
 	if (!load_mode_reads(o->mode))
 		return 0;
-	if (fstat(j->fd, &st)) {
-		fprintf(stderr, "mqfs-load: %s: stat: %s\n", j->path, strerror(errno));
-		return -errno;
-	}
+	if (fstat(j->fd, &st))
+		return load_errno(j, "stat");
 	if ((uint64_t)st.st_size >= o->size)
 		return 0;
 	fprintf(stderr, "mqfs-load: %s: %jd bytes, shorter than --size %" PRIu64
@@ -590,9 +597,8 @@ static int job_fsync(struct load_job *j)
 {
 	if (!fsync(j->fd))
 		return 0;
-	fprintf(stderr, "mqfs-load: %s: fsync: %s\n", j->path, strerror(errno));
 	j->status = LOAD_EXIT_FAIL;
-	return -errno;
+	return load_errno(j, "fsync");
 }
 
 void *load_job_run(void *arg)

@@ -182,8 +182,10 @@ static int mkfs_prepare_image(const struct mkfs_args *a, bool *created)
 		return 0;
 	}
 	if (errno != ENOENT) {
-		fprintf(stderr, PROG ": %s: %s\n", a->path, strerror(errno));
-		return -errno;
+		int err = -errno;	/* before printing changes it */
+
+		fprintf(stderr, PROG ": %s: %s\n", a->path, strerror(-err));
+		return err;
 	}
 	if (!a->size) {
 		fprintf(stderr, PROG ": %s does not exist (give -s SIZE to "
@@ -192,9 +194,11 @@ static int mkfs_prepare_image(const struct mkfs_args *a, bool *created)
 	}
 	fd = open(a->path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
 	if (fd < 0) {
+		int err = -errno;	/* before printing changes it */
+
 		fprintf(stderr, PROG ": cannot create %s: %s\n", a->path,
-			strerror(errno));
-		return -errno;
+			strerror(-err));
+		return err;
 	}
 	*created = true;
 	if (ftruncate(fd, (off_t)a->o.size_bytes)) {
