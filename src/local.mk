@@ -19,6 +19,7 @@ libmqfs_a_SOURCES = \
 	%reldir%/fs/dir.c \
 	%reldir%/fs/extent.c \
 	%reldir%/fs/file.c \
+	%reldir%/fs/fs_err.c \
 	%reldir%/fs/fsck.c \
 	%reldir%/fs/fsck_dir.c \
 	%reldir%/fs/fsck_i.h \
@@ -26,6 +27,7 @@ libmqfs_a_SOURCES = \
 	%reldir%/fs/fsck_repair.c \
 	%reldir%/fs/fsck_super.c \
 	%reldir%/fs/inode.c \
+	%reldir%/fs/layout.c \
 	%reldir%/fs/journal.c \
 	%reldir%/fs/lookups.c \
 	%reldir%/fs/mkfs.c \

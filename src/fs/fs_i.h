@@ -59,6 +59,8 @@ struct mqfs_fs {
 	atomic_uint_fast64_t free_blocks, free_inodes;
 	atomic_bool readonly;		/* ro mount or errors=remount-ro hit */
 	atomic_bool error_seen;
+	/* mqfs_fs_error calls, and the block the last one named. */
+	atomic_uint_fast64_t errors, last_error_blk;
 	/*
 	 * Called before a commit takes the running transaction (fsync, sync,
 	 * the commit thread with @wait false, the final commit): records
@@ -69,6 +71,8 @@ struct mqfs_fs {
 };
 
 static inline struct mqfs_super *mqfs_sb(struct mqfs_fs *fs);
+
+/* ---- mount-wide state (fs_err.c) ---------------------------------------- */
 
 /*
  * Record a filesystem error (bad checksum at @blocknr, impossible
@@ -700,7 +704,7 @@ void mqfs_wback_sync_all(struct mqfs_fs *fs);
 /* The first write-behind error of @ip since the last call (cleared). */
 int mqfs_wback_take_error(struct mqfs_fs *fs, struct mqfs_ino *ip);
 
-/* ---- mkfs (mkfs.c) ------------------------------------------------------ */
+/* ---- the geometry (layout.c) -------------------------------------------- */
 
 /* Geometry mkfs derives from a size; shared with fsck's sanity checks. */
 struct mqfs_layout {
@@ -719,10 +723,25 @@ int mqfs_layout_compute(uint64_t block_count, const struct mqfs_mkfs_opts *o,
  * tests/fuzz).  The mount and fsck both refuse such a block 0.
  */
 bool mqfs_super_layout_ok(const struct mqfs_super *sb);
-/* First block of AG @ag's own metadata (AG header). */
-uint64_t mqfs_ag_meta_start(const struct mqfs_layout *l, uint32_t ag);
-/* The same for a mounted filesystem (super.c). */
-uint64_t mqfs_fs_ag_meta(const struct mqfs_fs *fs, uint32_t ag);
+/* Blocks in AG @ag (the last may be short), and those its metadata
+ * (and in AG 0 the superblock and the journal) take before any data. */
+uint32_t mqfs_layout_ag_size(const struct mqfs_layout *l, uint32_t ag);
+uint64_t mqfs_layout_ag_overhead(const struct mqfs_layout *l, uint32_t ag);
+/* First block of AG @ag's own metadata (AG header): after the journal
+ * in AG 0, the AG's first block elsewhere. */
+static inline uint64_t mqfs_ag_meta_start(const struct mqfs_layout *l,
+					  uint32_t ag)
+{
+	return ag == 0 ? 1 + (uint64_t)l->journal_blocks
+		       : (uint64_t)ag * l->ag_blocks;
+}
+
+/* The same for a mounted filesystem. */
+static inline uint64_t mqfs_fs_ag_meta(const struct mqfs_fs *fs, uint32_t ag)
+{
+	return ag == 0 ? 1 + (uint64_t)fs->journal_blocks
+		       : (uint64_t)ag * fs->ag_blocks;
+}
 
 static inline struct mqfs_super *mqfs_sb(struct mqfs_fs *fs)
 {

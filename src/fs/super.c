@@ -20,52 +20,6 @@
 
 #define SUPER_META_CACHE_DEF	(32ull << 20)
 
-void mqfs_now(uint64_t *sec, uint32_t *nsec)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	*sec = (uint64_t)ts.tv_sec;
-	*nsec = (uint32_t)ts.tv_nsec;
-}
-
-void mqfs_fs_error(struct mqfs_fs *fs, uint64_t blocknr, const char *fmt, ...)
-{
-	char msg[256];
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
-	va_end(ap);
-	fprintf(stderr, "mqfs: error: block %llu: %s\n",
-		(unsigned long long)blocknr, msg);
-	atomic_store(&fs->error_seen, true);
-	if (fs->opts.errors == MQFS_ERRORS_REMOUNT_RO &&
-	    !atomic_exchange(&fs->readonly, true))
-		fprintf(stderr, "mqfs: filesystem is now read-only "
-			"(errors=remount-ro); run fsck.mqfs\n");
-}
-
-int mqfs_fs_writable(struct mqfs_fs *fs)
-{
-	return atomic_load(&fs->readonly) ? -EROFS : 0;
-}
-
-bool mqfs_is_readonly(const struct mqfs_fs *fs)
-{
-	return atomic_load(&fs->readonly);
-}
-
-bool mqfs_had_errors(const struct mqfs_fs *fs)
-{
-	return atomic_load(&fs->error_seen);
-}
-
-struct mq_queue *mqfs_queue(struct mqfs_fs *fs)
-{
-	return fs->q;
-}
-
 /*
  * The superblock must describe a filesystem that fits the device (the
  * rule fsck applies), with no feature this mqfs does not know: unknown
@@ -152,17 +106,6 @@ static void super_fill_geometry(struct mqfs_fs *fs, const struct mqfs_super *sb)
 	fs->inode_count = sb->inode_count;
 	fs->journal_start = sb->journal_start;
 	fs->journal_blocks = sb->journal_blocks;
-}
-
-uint64_t mqfs_fs_ag_meta(const struct mqfs_fs *fs, uint32_t ag)
-{
-	struct mqfs_layout l = { .block_count = fs->block_count,
-				 .ag_count = fs->ag_count,
-				 .ag_blocks = fs->ag_blocks,
-				 .journal_start = fs->journal_start,
-				 .journal_blocks = fs->journal_blocks };
-
-	return mqfs_ag_meta_start(&l, ag);
 }
 
 static struct mqfs_fs *super_alloc(struct mq_queue *q,

@@ -126,7 +126,7 @@ START_TEST(test_read_hit)
 	mqfs_buf_put(a);
 	t_check_u64(atomic_load(&a->refcount), 0, "released");
 	t_check_u64(bstats(&r).cached, 1, "still cached");
-	t_check_u64(atomic_load(&t_errors), 0, "no errors");
+	t_check_u64(atomic_load(&r.fs.errors), 0, "no errors");
 	rig_close(&r);
 }
 END_TEST
@@ -145,12 +145,12 @@ START_TEST(test_corrupt)
 	t_check(mqfs_buf_read(&r.fs, 200, MQFS_T_EXTENT, &b) == -EUCLEAN,
 		"flipped bit");
 	t_check(b == NULL, "no buffer on error");
-	t_check_u64(atomic_load(&t_errors), 1, "fs_error calls");
-	t_check_u64(atomic_load(&t_error_blk), 200, "fs_error block");
+	t_check_u64(atomic_load(&r.fs.errors), 1, "fs_error calls");
+	t_check_u64(atomic_load(&r.fs.last_error_blk), 200, "fs_error block");
 	/* Not cached as good: the second read goes to the device again. */
 	t_check(mqfs_buf_read(&r.fs, 200, MQFS_T_EXTENT, &b) == -EUCLEAN,
 		"still bad");
-	t_check_u64(atomic_load(&t_errors), 2, "fs_error calls");
+	t_check_u64(atomic_load(&r.fs.errors), 2, "fs_error calls");
 	t_check_u64(bstats(&r).cached, 0, "bad block not cached");
 	p[1000] ^= 0x04;
 	t_check(mqfs_buf_read(&r.fs, 200, MQFS_T_EXTENT, &b) == 0, "fixed");
@@ -162,7 +162,7 @@ START_TEST(test_corrupt)
 	memcpy(t_ram_blk(r.ram, 202), t_ram_blk(r.ram, 201), BS);
 	t_check(mqfs_buf_read(&r.fs, 202, MQFS_T_DIR, &b) == -EUCLEAN,
 		"misdirected");
-	t_check_u64(atomic_load(&t_error_blk), 202, "fs_error block");
+	t_check_u64(atomic_load(&r.fs.last_error_blk), 202, "fs_error block");
 	/* The right block read as the wrong type, uncached and cached. */
 	t_check(mqfs_buf_read(&r.fs, 201, MQFS_T_XATTR, &b) == -EUCLEAN,
 		"wrong type from the device");
@@ -172,7 +172,7 @@ START_TEST(test_corrupt)
 		"wrong type from the cache");
 	t_check(mqfs_buf_read(&r.fs, RIG_BLOCKS, MQFS_T_DIR, &b) == -EUCLEAN,
 		"past the end");
-	t_check_u64(atomic_load(&t_errors), 6, "fs_error calls");
+	t_check_u64(atomic_load(&r.fs.errors), 6, "fs_error calls");
 	rig_close(&r);
 }
 END_TEST
@@ -194,7 +194,7 @@ START_TEST(test_zero_itable)
 		t_check(mqfs_buf_read(&r.fs, 301 + t, t, &b) == -EUCLEAN,
 			"zero block of type %u", t);
 	}
-	t_check_u64(atomic_load(&t_errors), MQFS_T_COUNT - 2, "fs_errors");
+	t_check_u64(atomic_load(&r.fs.errors), MQFS_T_COUNT - 2, "fs_errors");
 	/* One nonzero byte and it is no longer "mkfs's zeroes". */
 	((unsigned char *)t_ram_blk(r.ram, 320))[4095] = 1;
 	t_check(mqfs_buf_read(&r.fs, 320, MQFS_T_ITABLE, &b) == -EUCLEAN,
@@ -218,7 +218,7 @@ START_TEST(test_device_error)
 	t_put_meta(r.ram, 400, MQFS_T_DIR, 7);
 	t_put_meta(r.ram, 401, MQFS_T_DIR, 8);
 	t_check(mqfs_buf_read(&r.fs, 400, MQFS_T_DIR, &b) == -EIO, "EIO");
-	t_check_u64(atomic_load(&t_errors), 0, "no fs_error for EIO");
+	t_check_u64(atomic_load(&r.fs.errors), 0, "no fs_error for EIO");
 	t_check(mqfs_buf_read(&r.fs, 401, MQFS_T_DIR, &b) == 0, "neighbour");
 	t_check(payload_is(b, 8), "neighbour content");
 	mqfs_buf_put(b);

@@ -275,7 +275,7 @@ START_TEST(test_commit_home)
 	mqfs_journal_stats(&r.fs, &seq, &nb);
 	t_check(seq == 1 && nb == NH, "stats %" PRIu64 " %" PRIu64, seq, nb);
 	t_check(mqfs_journal_wait_seq(&r.fs, 10) == 0, "wait durable");
-	t_check_u64(atomic_load(&t_errors), 0, "no errors");
+	t_check_u64(atomic_load(&r.fs.errors), 0, "no errors");
 	rig_close(&r);
 }
 END_TEST
@@ -462,7 +462,7 @@ START_TEST(test_replay_committed)
 	seq = modify_all(&r, homes, NH, 2);
 	t_check(mqfs_journal_commit(&r.fs) == -EIO, "checkpoint fails");
 	t_check_u64(mqfs_journal_durable_seq(&r.fs), seq, "but durable");
-	t_check(atomic_load(&t_errors) == 1, "fs_error once");
+	t_check(atomic_load(&r.fs.errors) == 1, "fs_error once");
 	t_check(atomic_load(&t_committed_calls) == 0,
 		"blocks not released without a checkpoint");
 	t_check(all_home(&r, homes, NH, 1), "homes old");
@@ -517,7 +517,7 @@ START_TEST(test_replay_torn)
 	seq = modify_all(&r, homes, NH, 2);
 	t_check(mqfs_journal_commit(&r.fs) == -EIO, "commit write fails");
 	t_check_u64(mqfs_journal_durable_seq(&r.fs), seq - 1, "not durable");
-	t_check_u64(atomic_load(&t_error_blk), J_START + 1 + NH, "error block");
+	t_check_u64(atomic_load(&r.fs.last_error_blk), J_START + 1 + NH, "error block");
 	t_check(rig_stop(&r) == -EIO, "destroy");
 	t_check(mqfs_blk_verify(t_ram_blk(r.ram, J_START), MQFS_T_JDESC,
 				J_START) == 0, "descriptor did land");
@@ -605,15 +605,14 @@ START_TEST(test_replay_bad_super)
 		memcpy(t_ram_blk(r.ram, 0), sb0, BS);
 		memcpy(t_ram_blk(r.ram, J_START), journal, sizeof(journal));
 		t_jforge_super(t_ram_blk(r.ram, J_START), J_START, damage[k]);
-		atomic_store(&t_errors, 0);
 		rig_start(&r, NULL);
 		t_check(mqfs_journal_replay(&r.fs, &replayed) == 0 && replayed,
 			"replayed");
 		t_check(all_home(&r, homes, NH, 2), "the other copies home");
 		t_check(!memcmp(t_ram_blk(r.ram, 0), sb0, BS),
 			"the bad superblock copy reached block 0");
-		t_check(atomic_load(&t_errors) == 1 &&
-			atomic_load(&t_error_blk) == 0, "error reported");
+		t_check(atomic_load(&r.fs.errors) == 1 &&
+			atomic_load(&r.fs.last_error_blk) == 0, "error reported");
 		t_check(atomic_load(&r.fs.error_seen), "filesystem flagged");
 		t_check(mqfs_journal_clear(&r.fs) == 0, "clear");
 		t_check(rig_stop(&r) == 0, "stop");
@@ -622,12 +621,11 @@ START_TEST(test_replay_bad_super)
 	seed_homes(&r, 1);
 	memcpy(t_ram_blk(r.ram, 0), sb0, BS);
 	memcpy(t_ram_blk(r.ram, J_START), journal, sizeof(journal));
-	atomic_store(&t_errors, 0);
 	rig_start(&r, NULL);
 	t_check(mqfs_journal_replay(&r.fs, &replayed) == 0 && replayed, "ok");
 	t_check(((struct mqfs_super *)t_ram_blk(r.ram, 0))->mount_count == 99,
 		"a good superblock copy goes home");
-	t_check(atomic_load(&t_errors) == 0, "no error for a good copy");
+	t_check(atomic_load(&r.fs.errors) == 0, "no error for a good copy");
 	rig_close(&r);
 }
 END_TEST
@@ -866,7 +864,7 @@ START_TEST(test_concurrent_handles)
 	for (unsigned i = CC_SHARED; i < CC_POOL + 32; i++)
 		t_check(mqfs_blk_verify(t_ram_blk(r.ram, i), MQFS_T_DIR, i) == 0,
 			"block %u sealed", i);
-	t_check_u64(atomic_load(&t_errors), 0, "no errors");
+	t_check_u64(atomic_load(&r.fs.errors), 0, "no errors");
 	mq_dev_close(r.ram);
 }
 END_TEST
