@@ -68,6 +68,14 @@ struct mqfs_fs {
 	 * changed only through mqfs_journal_set_pre_commit.
 	 */
 	int (*pre_commit)(struct mqfs_fs *fs, bool wait);
+	/*
+	 * Called when transaction @seq is checkpointed (its frees may be
+	 * reused: the allocator's busy blocks, alloc.c), with the commit
+	 * mutex held.  Set before the journal is created; may be NULL.
+	 * A callback, so that the journal (mechanism) does not call the
+	 * allocator (policy), as jbd2 calls back into ext4.
+	 */
+	void (*checkpointed)(struct mqfs_fs *fs, uint64_t seq);
 };
 
 static inline struct mqfs_super *mqfs_sb(struct mqfs_fs *fs);
@@ -304,7 +312,8 @@ int mqfs_alloc_blocks(struct mqfs_handle *h, uint64_t goal, uint32_t want,
 		      uint64_t *start, uint32_t *got);
 /* Free a run (journaled); reusable once h's transaction commits. */
 int mqfs_free_blocks(struct mqfs_handle *h, uint64_t start, uint32_t count);
-/* The journal calls this when transaction @seq is durable. */
+/* Transaction @seq is checkpointed: its freed blocks are free at last
+ * (fs->checkpointed, set at mount). */
 void mqfs_alloc_txn_committed(struct mqfs_fs *fs, uint64_t seq);
 /*
  * After @err: true when it was -ENOSPC that freed blocks still waiting

@@ -25,7 +25,7 @@
  * call, replay streams them block by block: the same value).
  *
  * Blocks freed in transaction N become allocatable again
- * (mqfs_alloc_txn_committed) only after N's checkpoint, not when N is
+ * (fs->checkpointed: mqfs_alloc_txn_committed) only after N's checkpoint, not when N is
  * durable: N may carry a copy of a block it freed, and a checkpoint
  * write landing after that block's new owner wrote data there would
  * destroy the data.  Waiters (fsync, sync handles) are released at
@@ -37,13 +37,13 @@
  * never cleared, so the next mount replays what reached it.
  *
  * Locks: commit_mutex (one commit at a time, held through the
- * checkpoint and the mqfs_alloc_txn_committed call) -> commit_rw ->
+ * checkpoint and the fs->checkpointed call) -> commit_rw ->
  * buffer locks -> j->lock (mqfs_trans_dirty takes it under a buffer
  * lock) -> buffer-cache lock.  Handles do not nest: a thread holds at
  * most one, since a writer-preferring rwlock deadlocks on a nested read
  * lock while a commit waits; for the same reason a thread holding a
  * handle must not commit or wait for a commit, and nobody may wait for
- * a commit while holding a lock that mqfs_alloc_txn_committed takes.
+ * a commit while holding a lock that fs->checkpointed takes.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -555,8 +555,8 @@ static int jnl_commit_locked(struct mqfs_journal *j, struct jtxn *t)
 	}
 	if (err)
 		jnl_abort(j);
-	else
-		mqfs_alloc_txn_committed(j->fs, t->seq);
+	else if (j->fs->checkpointed)
+		j->fs->checkpointed(j->fs, t->seq);
 	jnl_release(t);
 	return err;
 }

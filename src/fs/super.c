@@ -202,6 +202,7 @@ static int super_start(struct mqfs_fs *fs)
 	err = mqfs_bcache_create(fs, fs->opts.meta_cache_bytes);
 	if (err)
 		return err;
+	fs->checkpointed = mqfs_alloc_txn_committed;
 	err = mqfs_journal_create(fs);
 	if (err)
 		goto out_bcache;

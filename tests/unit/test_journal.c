@@ -20,8 +20,8 @@
  * threads updating shared blocks through handles, with commits in
  * between, lose no update.
  *
- * mqfs_fs_error (super.c) and mqfs_alloc_txn_committed (alloc.c) are
- * test doubles defined here.
+ * The allocator's checkpoint callback (fs->checkpointed) is a counting
+ * one of the test's; errors are counted in the struct (fs_err.c).
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -43,12 +43,12 @@
 #define BS		MQFS_BLOCK_SIZE
 #define J_START		1u
 
-/* ---- test doubles of other modules ---------------------------------- */
+/* ---- the checkpoint callback ----------------------------------------- */
 
 static _Atomic uint64_t t_committed_seq;	/* last alloc_txn_committed */
 static atomic_uint t_committed_calls, t_committed_backwards;
 
-void mqfs_alloc_txn_committed(struct mqfs_fs *fs, uint64_t seq)
+static void t_checkpointed(struct mqfs_fs *fs, uint64_t seq)
 {
 	(void)fs;
 	if (seq <= atomic_load(&t_committed_seq))
@@ -124,6 +124,7 @@ static void rig_start(struct rig *r, const struct mq_fault_config *fc)
 	r->fs.journal_start = J_START;
 	r->fs.journal_blocks = r->jblocks;
 	r->fs.opts.commit_interval_ms = r->interval_ms;
+	r->fs.checkpointed = t_checkpointed;
 	/* The superblock as a mount reads it before replay. */
 	r->fs.sb0 = mqfs_alloc_blocks_mem(1);
 	t_check(r->fs.sb0 != NULL, "sb0");
