@@ -19,6 +19,7 @@ libmqfs_a_SOURCES = \
 	%reldir%/fs/dir.c \
 	%reldir%/fs/extent.c \
 	%reldir%/fs/file.c \
+	%reldir%/fs/fmap.c \
 	%reldir%/fs/fs_err.c \
 	%reldir%/fs/fsck.c \
 	%reldir%/fs/fsck_dir.c \

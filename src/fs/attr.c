@@ -254,7 +254,7 @@ int mqfs_open(struct mqfs_fs *fs, uint64_t ino, int flags,
 	mqfs_file_lock(ip, false);
 	f->prio = (uint8_t)(mqfs_xattr_ioprio(fs, ip) >> MQFS_IOPRIO_CLASS_SHIFT);
 	pthread_rwlock_unlock(&ip->lock);
-	mqfs_ra_init(&f->ra);
+	mqfs_ra_init(&f->ra, mqfs_file_read_device);
 	mqfs_file_reads_init(f);
 	mqfs_ino_open_inc(fs, ip);
 	*out = f;

@@ -39,7 +39,6 @@
 #define FILE_MASK		(FILE_BS - 1)
 #define FILE_BIO_BLOCKS		256u	/* 1 MiB per bio */
 #define FILE_CHUNK_BLOCKS	256u	/* blocks written per handle */
-#define FILE_MAX_OPS		8u	/* extent changes per handle */
 #define FILE_MAX_RUNS		32u	/* mapping pieces per chunk */
 #define FILE_AIO_INLINE		4u	/* bios carried in the request */
 
@@ -66,51 +65,11 @@ static void file_buf_free(struct mqfs_fs *fs, void *p, uint64_t nblocks)
 	mqfs_databuf_put(fs, p, (size_t)(nblocks * FILE_BS));
 }
 
-/* Extent changes one handle may make: a quarter of the journal at most. */
-unsigned mqfs_file_ops_per_handle(struct mqfs_fs *fs)
-{
-	unsigned k = fs->journal_blocks / (4 * mqfs_extent_credits(fs));
-
-	return MQ_MAX(1u, MQ_MIN(k, FILE_MAX_OPS));
-}
-
-/* Each change with its data allocation (alloc.c: 2), plus the inode. */
-unsigned mqfs_file_credits(struct mqfs_fs *fs, unsigned ops)
-{
-	return ops * (mqfs_extent_credits(fs) + 2) + 1;
-}
-
 static int file_map(struct mqfs_fs *fs, struct mqfs_ino *ip, uint64_t lblk,
 		    uint64_t max, struct mqfs_map *m)
 {
 	return mqfs_extent_map(fs, ip, lblk,
 			       (uint32_t)MQ_MIN(max, (uint64_t)UINT32_MAX), m);
-}
-
-/* Allocation goal for @lblk: right after the block before it, if any. */
-uint64_t mqfs_file_goal(struct mqfs_fs *fs, struct mqfs_ino *ip,
-			  uint64_t lblk)
-{
-	struct mqfs_map m;
-
-	if (lblk && !file_map(fs, ip, lblk - 1, 1, &m) && m.pblk)
-		return m.pblk + 1;
-	return 0;	/* the allocator's choice: this thread's AG */
-}
-
-/* The holder may be a truncate waiting for bios in this thread's plug. */
-void mqfs_file_lock(struct mqfs_ino *ip, bool excl)
-{
-	if (!(excl ? pthread_rwlock_trywrlock(&ip->lock) :
-		     pthread_rwlock_tryrdlock(&ip->lock)))
-		return;
-	mq_flush_plug();
-	atomic_fetch_add(&ip->lock_waiters, 1);
-	if (excl)
-		pthread_rwlock_wrlock(&ip->lock);
-	else
-		pthread_rwlock_rdlock(&ip->lock);
-	atomic_fetch_sub(&ip->lock_waiters, 1);
 }
 
 /* Zero bytes [off, off+len) of one block on the device, if written. */

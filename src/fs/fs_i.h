@@ -37,6 +37,25 @@ struct mqfs_databuf;
 
 /* ---- the mounted filesystem (super.c) ---------------------------------- */
 
+/*
+ * What the inode cache needs of the modules above it when an inode goes
+ * (the kernel's ->evict_inode): set by the mount (super.c), so that
+ * inode.c calls none of the modules that call it.
+ */
+struct mqfs_handle;
+struct mqfs_ino;
+struct mqfs_ino_ops {
+	/* Free every block of a deleted inode (file.c, ip->lock held). */
+	int (*free_data)(struct mqfs_fs *fs, struct mqfs_ino *ip);
+	/* Finish a truncate a crash cut short (file.c, ip->lock held). */
+	int (*truncate)(struct mqfs_fs *fs, struct mqfs_ino *ip,
+			uint64_t size);
+	/* Free a deleted inode's xattr block in @h (xattr.c). */
+	int (*drop_xattrs)(struct mqfs_handle *h, struct mqfs_ino *ip);
+	/* Free a directory's in-core index (dir.c). */
+	void (*free_dir_index)(struct mqfs_ino *dir);
+};
+
 struct mqfs_fs {
 	struct mq_queue *q;
 	struct mqfs_mount_opts opts;
@@ -76,6 +95,8 @@ struct mqfs_fs {
 	 * allocator (policy), as jbd2 calls back into ext4.
 	 */
 	void (*checkpointed)(struct mqfs_fs *fs, uint64_t seq);
+	/* What the inode cache asks of the modules above it (super.c). */
+	const struct mqfs_ino_ops *ino_ops;
 };
 
 static inline struct mqfs_super *mqfs_sb(struct mqfs_fs *fs);
@@ -589,7 +610,15 @@ struct mqfs_ra_win {
 };
 
 /* An open file's read-ahead (readahead.c), under @lock. */
+/* How read-ahead reads a window: file.c's device read, handed in at open
+ * (readahead.c calls no module that calls it). */
+typedef void (*mqfs_ra_read_t)(struct mqfs_fs *fs, struct mqfs_file *f,
+			       uint64_t off, size_t size, void *buf,
+			       struct mqfs_io *io, mqfs_read_done_t done,
+			       void *arg);
+
 struct mqfs_ra {
+	mqfs_ra_read_t read;
 	pthread_mutex_t lock;
 	pthread_cond_t cond;		/* a window's read came back */
 	uint64_t next;			/* where a sequential read goes on */
@@ -642,6 +671,9 @@ static inline void mqfs_ino_data_changed(struct mqfs_ino *ip)
 {
 	atomic_fetch_add(&ip->data_gen, 1);
 }
+
+/* ---- what the two data writers share (fmap.c) -------------------------- */
+
 /*
  * Take ip->lock; a thread that must sleep for it flushes its plug first
  * (the holder may wait for bios in that plug).
@@ -656,7 +688,7 @@ uint64_t mqfs_file_goal(struct mqfs_fs *fs, struct mqfs_ino *ip,
 
 /* ---- read-ahead of dontcache files (readahead.c) ------------------------ */
 
-void mqfs_ra_init(struct mqfs_ra *ra);
+void mqfs_ra_init(struct mqfs_ra *ra, mqfs_ra_read_t read);
 /* Wait for the windows' reads, free them (close). */
 void mqfs_ra_release(struct mqfs_fs *fs, struct mqfs_ra *ra);
 /* Answer a read from @f's window (true), or leave it (false). */

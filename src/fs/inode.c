@@ -67,6 +67,7 @@ struct ic_ent {
 };
 
 struct mqfs_icache {
+	const struct mqfs_ino_ops *ops;	/* the calls upwards (fs->ino_ops) */
 	pthread_mutex_t lock;		/* everything below, ip counts */
 	struct mqfs_ino **hash;
 	size_t nbuckets;		/* a power of two */
@@ -132,7 +133,7 @@ static struct ic_ent *ic_alloc(struct mqfs_icache *c, uint64_t ino)
 static void ic_free(struct mqfs_icache *c, struct ic_ent *e)
 {
 	if (e->ip.dir_index)
-		mqfs_dir_index_free(&e->ip);
+		c->ops->free_dir_index(&e->ip);
 	mq_inflight_destroy(&e->ip.dio);
 	pthread_mutex_destroy(&e->ip.meta_lock);
 	pthread_rwlock_destroy(&e->ip.lock);
@@ -411,6 +412,7 @@ int mqfs_icache_create(struct mqfs_fs *fs)
 	pthread_mutex_init(&c->lazy_lock, NULL);
 	mq_list_init(&c->lru);
 	mq_list_init(&c->lazy);
+	c->ops = fs->ino_ops;
 	fs->icache = c;
 	return 0;
 }
@@ -843,7 +845,7 @@ static int ic_delete_record(struct mqfs_fs *fs, struct ic_ent *e)
 	if (err)
 		return err;
 	if (ip->d.xattr_blk)
-		err = mqfs_xattr_drop(&h, ip);
+		err = fs->ino_ops->drop_xattrs(&h, ip);
 	if (!err)
 		err = mqfs_orphan_del(&h, ip);
 	if (!err) {
@@ -878,7 +880,7 @@ static int ic_delete(struct mqfs_fs *fs, struct ic_ent *e)
 	ic_lazy_drop(fs->icache, ip);
 	if (ic_has_extents(&ip->d)) {
 		pthread_rwlock_wrlock(&ip->lock);
-		err = mqfs_file_free_all(fs, ip);
+		err = fs->ino_ops->free_data(fs, ip);
 		pthread_rwlock_unlock(&ip->lock);
 	}
 	if (!err)
@@ -1146,7 +1148,7 @@ static int orphan_unlist(struct mqfs_fs *fs, struct mqfs_ino *ip)
 
 	if (S_ISREG(ip->d.mode)) {
 		pthread_rwlock_wrlock(&ip->lock);
-		err = mqfs_file_truncate(fs, ip, ip->d.size);
+		err = fs->ino_ops->truncate(fs, ip, ip->d.size);
 		pthread_rwlock_unlock(&ip->lock);
 		return err;
 	}

@@ -36,9 +36,10 @@
 
 enum { RA_NONE, RA_READING, RA_READY };
 
-void mqfs_ra_init(struct mqfs_ra *ra)
+void mqfs_ra_init(struct mqfs_ra *ra, mqfs_ra_read_t read)
 {
 	memset(ra, 0, sizeof(*ra));
+	ra->read = read;
 	pthread_mutex_init(&ra->lock, NULL);
 	pthread_cond_init(&ra->cond, NULL);
 }
@@ -146,8 +147,8 @@ void mqfs_ra_start(struct mqfs_fs *fs, struct mqfs_file *f,
 		   struct mqfs_ra_win *w)
 {
 	if (w)
-		mqfs_file_read_device(fs, f, w->off, w->len, w->buf, &w->io,
-				      ra_fill_done, w);
+		f->ra.read(fs, f, w->off, w->len, w->buf, &w->io, ra_fill_done,
+			   w);
 }
 
 /*

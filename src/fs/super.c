@@ -108,6 +108,14 @@ static void super_fill_geometry(struct mqfs_fs *fs, const struct mqfs_super *sb)
 	fs->journal_blocks = sb->journal_blocks;
 }
 
+/* The inode cache's calls upwards (fs_i.h, struct mqfs_ino_ops). */
+static const struct mqfs_ino_ops super_ino_ops = {
+	.free_data = mqfs_file_free_all,
+	.truncate = mqfs_file_truncate,
+	.drop_xattrs = mqfs_xattr_drop,
+	.free_dir_index = mqfs_dir_index_free,
+};
+
 static struct mqfs_fs *super_alloc(struct mq_queue *q,
 				   const struct mqfs_mount_opts *o)
 {
@@ -116,6 +124,7 @@ static struct mqfs_fs *super_alloc(struct mq_queue *q,
 	if (!fs)
 		return NULL;
 	fs->q = q;
+	fs->ino_ops = &super_ino_ops;
 	if (o)
 		fs->opts = *o;
 	if (!fs->opts.meta_cache_bytes)
