@@ -17,7 +17,7 @@
 #include "mqfs/elevator.h"
 #include "mqfs/mq_dev.h"
 #include "merge.h"
-#include "sbitmap.h"
+#include "lib/sbitmap.h"
 
 #define MQ_PLUG_MAX_RQS		32	/* BLK_MAX_REQUEST_COUNT */
 #define MQ_PLUG_MAX_RQS_MULTI	64	/* plug spanning several queues */

@@ -5,7 +5,6 @@ noinst_LIBRARIES += libmqblk.a
 libmqblk_a_SOURCES = \
 	%reldir%/sysfs.c \
 	%reldir%/blk_i.h \
-	%reldir%/clock.c \
 	%reldir%/complete.c \
 	%reldir%/complete_task.c \
 	%reldir%/dispatch.c \
@@ -17,14 +16,16 @@ libmqblk_a_SOURCES = \
 	%reldir%/plug.c \
 	%reldir%/poll.c \
 	%reldir%/queue.c \
-	%reldir%/rbtree.c \
-	%reldir%/sbitmap.c \
-	%reldir%/sbitmap.h \
 	%reldir%/stats_print.c \
 	%reldir%/submit.c \
 	%reldir%/tag.c \
-	%reldir%/thread_stats.c \
 	%reldir%/worker.c \
+	%reldir%/lib/clock.c \
+	%reldir%/lib/rbtree.c \
+	%reldir%/lib/sbitmap.c \
+	%reldir%/lib/sbitmap.h \
+	%reldir%/lib/thread_stats.c \
+	%reldir%/dev/core.c \
 	%reldir%/dev/dev_i.h \
 	%reldir%/dev/fault.c \
 	%reldir%/dev/geometry.c \

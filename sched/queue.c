@@ -407,7 +407,8 @@ struct mq_queue *mq_queue_create(struct mq_dev *dev,
 	struct mq_queue *q;
 	unsigned i;
 
-	if (elv_lookup(cfg->elevator ? cfg->elevator : "mq-deadline", &t))
+	if (mq_dev_check_ops(dev) ||
+	    elv_lookup(cfg->elevator ? cfg->elevator : "mq-deadline", &t))
 		return NULL;
 	q = aligned_alloc(MQ_CACHELINE,
 			  MQ_ALIGN_UP(sizeof(*q), (size_t)MQ_CACHELINE));
@@ -417,12 +418,6 @@ struct mq_queue *mq_queue_create(struct mq_dev *dev,
 	q->dev = dev;
 	q->cfg = *cfg;
 	q->polled = dev->polled;
-	if (q->polled && !dev->ops->poll) {
-		fprintf(stderr, "mqfs: %s: polled device, driver %s has no "
-			"poll\n", dev->name, dev->ops->name);
-		free(q);
-		return NULL;
-	}
 	atomic_store(&q->complete_delay_ns, MQ_COMPLETE_DELAY_NS);
 	queue_set_depths(q);
 	queue_set_limits(q);

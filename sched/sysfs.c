@@ -12,16 +12,6 @@
 #include "blk_i.h"
 #include "elv_i.h"
 
-void *mq_hctx_driver_data(const struct mq_hw_queue *hctx)
-{
-	return hctx->driver_data;
-}
-
-struct mq_dev *mq_hctx_dev(const struct mq_hw_queue *hctx)
-{
-	return hctx->q->dev;
-}
-
 static const char *const queue_attrs[] = {
 	"scheduler", "nr_requests", "queue_depth", "nr_hw_queues",
 	"max_sectors_kb", "nomerges", "complete_delay_us",

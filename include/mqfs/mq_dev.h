@@ -100,6 +100,13 @@ struct mq_dev {
 	bool polled;
 };
 
+/*
+ * Does @dev's ops table hold every required op (and poll for a polled
+ * device)?  0, or -EINVAL after a message naming what is missing.
+ * mq_queue_create calls it (dev/core.c).
+ */
+int mq_dev_check_ops(const struct mq_dev *dev);
+
 /* For drivers. */
 void *mq_hctx_driver_data(const struct mq_hw_queue *hctx);
 struct mq_dev *mq_hctx_dev(const struct mq_hw_queue *hctx);

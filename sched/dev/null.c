@@ -284,8 +284,3 @@ struct mq_dev *mq_null_open(const struct mq_null_config *cfg)
 	}
 	return &nd->dev;
 }
-
-void mq_dev_close(struct mq_dev *dev)
-{
-	dev->ops->close(dev);
-}

@@ -30,7 +30,8 @@ CFLAGS="-std=gnu11 -g -O1 -D_GNU_SOURCE -DHAVE_CONFIG_H -pthread \
 -fsanitize=address,undefined -fno-sanitize-recover=undefined \
 -Wno-unused-command-line-argument"
 objs=''
-for c in "$SRC"/sched/*.c "$SRC"/sched/dev/*.c "$SRC"/src/fs/*.c; do
+for c in "$SRC"/sched/*.c "$SRC"/sched/lib/*.c "$SRC"/sched/dev/*.c \
+	 "$SRC"/src/fs/*.c; do
 	o=$tmp/$(echo "${c#"$SRC"/}" | tr / _).o
 	# shellcheck disable=SC2086
 	"$CLANG" $CFLAGS -fsanitize=fuzzer-no-link -c "$c" -o "$o" ||

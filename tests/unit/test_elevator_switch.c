@@ -351,6 +351,34 @@ START_TEST(test_create_unknown_elevator)
 }
 END_TEST
 
+/* A driver whose ops table lacks a required op gets no queue. */
+START_TEST(test_create_incomplete_driver)
+{
+	struct mq_queue_config cfg = { .elevator = "none" };
+	struct mq_null_config nc = { .irqmode = MQ_NULL_IRQ_MANUAL };
+	const struct mq_dev_ops *real;
+	struct mq_dev_ops broken;
+
+	dev = mq_null_open(&nc);
+	ck_assert_ptr_nonnull(dev);
+	real = dev->ops;
+	ck_assert_int_eq(mq_dev_check_ops(dev), 0);
+	broken = *real;
+	broken.queue_rq = NULL;
+	dev->ops = &broken;
+	ck_assert_int_eq(mq_dev_check_ops(dev), -EINVAL);
+	ck_assert_ptr_null(mq_queue_create(dev, &cfg));
+	broken = *real;
+	broken.poll = NULL;
+	dev->polled = true;
+	ck_assert_ptr_null(mq_queue_create(dev, &cfg));
+	dev->polled = false;
+	dev->ops = real;
+	q = mq_queue_create(dev, &cfg);
+	ck_assert_ptr_nonnull(q);
+}
+END_TEST
+
 /* ---- switches with I/O outstanding ----------------------------------- */
 
 /*
@@ -899,7 +927,7 @@ static Suite *switch_suite(void)
 {
 	const TTest *const idle[] = {
 		test_idle_switch, test_alias_and_newline, test_unknown_name,
-		test_create_unknown_elevator,
+		test_create_unknown_elevator, test_create_incomplete_driver,
 	};
 	const TTest *const busy[] = {
 		test_switch_drains_deadline_to_none,

@@ -22,7 +22,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "sbitmap.h"
+#include "lib/sbitmap.h"
 #include "t_main.h"
 
 #define LONG_BITS	((unsigned int)(sizeof(unsigned long) * 8))
