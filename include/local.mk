@@ -11,5 +11,9 @@ noinst_HEADERS += \
 	%reldir%/mqfs/lock.h \
 	%reldir%/mqfs/loghist.h \
 	%reldir%/mqfs/mq_dev.h \
+	%reldir%/mqfs/dev/fault.h \
+	%reldir%/mqfs/dev/null.h \
+	%reldir%/mqfs/dev/ram.h \
+	%reldir%/mqfs/dev/uring.h \
 	%reldir%/mqfs/rbtree.h \
 	%reldir%/mqfs/thread_stats.h

@@ -42,6 +42,7 @@
 #include <unistd.h>
 #include "mqfs/clock.h"
 #include "dev_i.h"
+#include "mqfs/dev/fault.h"
 
 #define FAULT_MAX_SEGS		32	/* clones live in the request's pdu */
 #define FAULT_FAKE_POLL_NS	1000000	/* re-read a fake clock this often */

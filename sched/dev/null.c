@@ -20,6 +20,7 @@
 #include <time.h>
 #include "mqfs/clock.h"
 #include "dev_i.h"
+#include "mqfs/dev/null.h"
 
 #define NULL_BATCH	64
 

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "dev_i.h"
+#include "mqfs/dev/ram.h"
 
 struct ram_dev {
 	struct mq_dev dev;

@@ -38,6 +38,7 @@
 #include "mqfs/thread_stats.h"
 #include "geometry.h"
 #include "uring_i.h"
+#include "mqfs/dev/uring.h"
 
 #define URING_MAX_SEGS		128
 #define URING_REAP_BATCH	64

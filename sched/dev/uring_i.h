@@ -8,6 +8,7 @@
 #include <stdbool.h>
 #include <sys/uio.h>
 #include "mqfs/mq_dev.h"
+#include "mqfs/dev/uring.h"
 
 struct uring_queue;
 

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <string.h>
 #include "mqfs/mq_dev.h"
+#include "mqfs/dev/uring.h"
 
 static const struct {
 	int op;

@@ -28,6 +28,9 @@
 #include "mqfs/clock.h"
 #include "mqfs/mq_dev.h"
 #include "bench_i.h"
+#include "mqfs/dev/null.h"
+#include "mqfs/dev/ram.h"
+#include "mqfs/dev/uring.h"
 
 struct bench_io {
 	struct mq_bio bio;

@@ -25,6 +25,7 @@
 #include "mqfs/inflight.h"
 #include "mqfs/mq_dev.h"
 #include "proto.h"
+#include "mqfs/dev/uring.h"
 
 /* ---- configuration (opts.c) -------------------------------------------- */
 

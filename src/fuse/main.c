@@ -22,6 +22,7 @@
 #include <sys/signalfd.h>
 #include <unistd.h>
 #include "fuse_i.h"
+#include "mqfs/dev/uring.h"
 
 struct mqfs_run {
 	struct mqfs_config cfg;

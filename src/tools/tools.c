@@ -17,6 +17,7 @@
 #include "mqfs/blk.h"
 #include "mqfs/mq_dev.h"
 #include "tools_i.h"
+#include "mqfs/dev/uring.h"
 
 int tool_parse_size(const char *s, uint64_t *out)
 {

@@ -31,6 +31,7 @@
 #include "fs_i.h"
 #include "mqfs/mq_dev.h"
 #include "../unit/t_fsio.h"
+#include "mqfs/dev/ram.h"
 
 #define FZ_BYTES	(8ull << 20)
 #define FZ_AG_BLOCKS	512u

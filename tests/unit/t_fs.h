@@ -22,6 +22,8 @@
 
 #include "fs_i.h"
 #include "mqfs/mq_dev.h"
+#include "mqfs/dev/fault.h"
+#include "mqfs/dev/ram.h"
 
 #define T_FS_MIB	(1024ull * 1024)
 #define T_FS_AG_BLOCKS	1024u	/* small AGs: tests see several of them */

@@ -13,6 +13,7 @@
 
 #include "fs_i.h"
 #include "mqfs/mq_dev.h"
+#include "mqfs/dev/ram.h"
 
 /* Block @blk of the ram device, bypassing every cache. */
 static inline void *t_ram_blk(struct mq_dev *ram, uint64_t blk)

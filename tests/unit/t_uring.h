@@ -33,6 +33,7 @@
 #include <unistd.h>
 
 #include "t_util.h"
+#include "mqfs/dev/uring.h"
 
 #define KiB		1024u
 #define MiB		(1024u * 1024u)

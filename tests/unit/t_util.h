@@ -27,6 +27,7 @@
 #include "blk_i.h"
 #include "mqfs/clock.h"
 #include "mqfs/mq_dev.h"
+#include "mqfs/dev/null.h"
 
 #define T_MS		1000000ull
 #define T_T0		(1000ull * 1000 * T_MS)	/* fake clock start: 1000 s */

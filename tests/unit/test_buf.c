@@ -29,6 +29,8 @@
 #include "fs_i.h"
 #include "t_fs_double.h"
 #include "t_main.h"
+#include "mqfs/dev/fault.h"
+#include "mqfs/dev/ram.h"
 
 #define RIG_BLOCKS	1024u			/* 4 MiB */
 #define BS		MQFS_BLOCK_SIZE

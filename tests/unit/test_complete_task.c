@@ -38,6 +38,7 @@
 
 #include "t_util.h"
 #include "t_main.h"
+#include "mqfs/dev/null.h"
 
 #define BS		(4 * T_KB)
 #define FAR		(1024 * T_SECT_KB)	/* 1 MiB apart: never merge */

@@ -28,6 +28,7 @@
 
 #include "t_util.h"
 #include "t_main.h"
+#include "mqfs/dev/null.h"
 
 /* From sched/mq-deadline.c: [RT/BE/IDLE][inserted, merged, dispatched, done]. */
 

@@ -42,6 +42,8 @@
 #include "mqfs/mq_dev.h"
 #include "t_util.h"
 #include "t_main.h"
+#include "mqfs/dev/null.h"
+#include "mqfs/dev/ram.h"
 
 /* From sched/mq-deadline.c: [RT/BE/IDLE][ins, merged, disp, done]. */
 

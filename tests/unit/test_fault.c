@@ -30,6 +30,8 @@
 
 #include "t_util.h"
 #include "t_main.h"
+#include "mqfs/dev/fault.h"
+#include "mqfs/dev/ram.h"
 
 #define DEV_SECT	8192u				/* 4 MiB ram device */
 #define DEV_BYTES	((uint64_t)DEV_SECT * MQ_SECTOR_SIZE)

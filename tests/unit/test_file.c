@@ -24,6 +24,7 @@
 #include "t_fs.h"
 #include "t_fsio.h"
 #include "t_main.h"
+#include "mqfs/dev/fault.h"
 
 #define T_SIZE		(64 * T_FS_MIB)
 #define T_MODEL_MAX	(4 * T_FS_MIB)	/* bytes a model file may hold */

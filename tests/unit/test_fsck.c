@@ -23,6 +23,8 @@
 #include "t_fsio.h"
 #include "t_jforge.h"
 #include "t_main.h"
+#include "mqfs/dev/fault.h"
+#include "mqfs/dev/ram.h"
 
 #define TF_SIZE		(64 * T_FS_MIB)
 #define TF_FILES	40u

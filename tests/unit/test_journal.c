@@ -38,6 +38,8 @@
 #include "t_fs_double.h"
 #include "t_jforge.h"
 #include "t_main.h"
+#include "mqfs/dev/fault.h"
+#include "mqfs/dev/ram.h"
 
 #define RIG_BLOCKS	4096u			/* 16 MiB */
 #define BS		MQFS_BLOCK_SIZE

@@ -28,6 +28,8 @@
 
 #include "t_util.h"
 #include "t_main.h"
+#include "mqfs/dev/null.h"
+#include "mqfs/dev/ram.h"
 
 #define FAR	(1024 * T_SECT_KB)	/* 1 MiB apart: never merge */
 #define BS	(4 * T_KB)

@@ -35,6 +35,7 @@
 #include "t_fs.h"
 #include "t_fsio.h"
 #include "t_main.h"
+#include "mqfs/dev/fault.h"
 
 #define PL_SIZE		(16 * T_FS_MIB)
 #define PL_NAMES	5		/* a b c d dir */

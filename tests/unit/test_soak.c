@@ -64,6 +64,9 @@
 
 #include "t_util.h"
 #include "t_main.h"
+#include "mqfs/dev/fault.h"
+#include "mqfs/dev/ram.h"
+#include "mqfs/dev/uring.h"
 
 #define NR_THREADS	4
 #define DEV_BYTES	(64ull << 20)

@@ -54,6 +54,8 @@
 
 #include "t_util.h"
 #include "t_main.h"
+#include "mqfs/dev/null.h"
+#include "mqfs/dev/ram.h"
 
 /* From sched/mq-deadline.c: [RT/BE/IDLE][ins, merged, disp, done]. */
 

@@ -26,6 +26,8 @@
 #include "blk_i.h"
 #include "mqfs/mq_dev.h"
 #include "t_main.h"
+#include "mqfs/dev/null.h"
+#include "mqfs/dev/ram.h"
 
 #define HANG_SEC	10
 

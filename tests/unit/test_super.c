@@ -8,6 +8,7 @@
 
 #include "t_fs.h"
 #include "t_main.h"
+#include "mqfs/dev/ram.h"
 
 /* The layout of a size must hold its metadata and never exceed it. */
 START_TEST(test_layout_sizes)

@@ -45,6 +45,7 @@ static const char *const g_prog = "test_uring";
 
 #include "t_uring.h"
 #include "t_main.h"
+#include "mqfs/dev/uring.h"
 
 static const char *const elv_names[] = { "mq-deadline", "none" };
 

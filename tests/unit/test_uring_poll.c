@@ -36,6 +36,10 @@ static const char *const g_prog = "test_uring_poll";
 
 #include "t_uring.h"
 #include "t_main.h"
+#include "mqfs/dev/fault.h"
+#include "mqfs/dev/null.h"
+#include "mqfs/dev/ram.h"
+#include "mqfs/dev/uring.h"
 
 static const char *const elv_names[] = { "mq-deadline", "none" };
 

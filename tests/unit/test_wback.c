@@ -25,6 +25,7 @@
 #include "t_fs.h"
 #include "t_fsio.h"
 #include "t_main.h"
+#include "mqfs/dev/fault.h"
 
 #define T_SIZE		(64 * T_FS_MIB)
 #define T_KIB		1024ull
