@@ -2,7 +2,8 @@
 # lib.sh - shared helpers of the integration scripts (sourced, not run).
 #
 # A script calls t_init (probe: exit 77 without a usable /dev/fuse or
-# without root; temp dir; the cleanup trap), t_mkfs, t_mount, acts and
+# without root; temp dir; the cleanup trap; t_init_tools for the tools'
+# scripts, which mount nothing), t_mkfs, t_mount, acts and
 # asserts, then t_umount (the daemon must exit 0) and t_fsck.  The EXIT
 # trap always unmounts, stops the daemon by its PID and removes the temp
 # dir, whatever happened.  Binaries come from $top_builddir (set by make;
@@ -46,6 +47,45 @@ t_init() {
 	trap 'exit 129' HUP
 	trap 'exit 130' INT
 	trap 'exit 143' TERM
+}
+
+# t_init_tools: for the tools-*.sh scripts, which run mkfs.mqfs and
+# fsck.mqfs on image files and mount nothing (no root, no /dev/fuse
+# needed): the temp dir (also as $tmp) and the cleanup trap; they count
+# failures with fail and expect, and end with t_tools_done.
+t_init_tools() {
+	for b in "$MKFS" "$FSCK"; do
+		[ -x "$b" ] || t_fail "$b is not built"
+	done
+	T_DIR=$(mktemp -d "${TMPDIR:-/tmp}/mqfs-$T_NAME.XXXXXX") ||
+		t_fail "mktemp"
+	tmp=$T_DIR
+	failures=0
+	trap t_cleanup EXIT
+	trap 'exit 129' HUP
+	trap 'exit 130' INT
+	trap 'exit 143' TERM
+}
+
+fail() {
+	echo "FAIL: $*" >&2
+	failures=$((failures + 1))
+}
+
+# expect CODE DESCRIPTION CMD...: run CMD, compare its exit status.
+expect() {
+	want=$1 what=$2
+	shift 2
+	"$@" >"$tmp/out" 2>"$tmp/err"
+	got=$?
+	if [ "$got" -ne "$want" ]; then
+		fail "$what: exit $got, expected $want"
+		sed 's/^/  | /' "$tmp/out" "$tmp/err" >&2
+	fi
+}
+
+t_tools_done() {
+	[ "$failures" -eq 0 ] || { echo "$failures failure(s)" >&2; exit 1; }
 }
 
 # Is $1 a mount point?  From mountinfo: stat on a dead FUSE mount fails.

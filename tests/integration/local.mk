@@ -29,7 +29,6 @@ FUSE_INTEGRATION_TESTS = \
 
 TESTS += $(FUSE_INTEGRATION_TESTS)
 EXTRA_DIST += $(FUSE_INTEGRATION_TESTS) tests/integration/lib.sh \
-	tests/integration/tools-lib.sh \
 	contrib/fio/verify-seqwrite-1m-qd4.fio \
 	contrib/fio/verify-randwrite-4k-qd16.fio \
 	contrib/fio/verify-randwrite-64k-qd8-4jobs.fio \

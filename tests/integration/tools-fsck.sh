@@ -4,8 +4,8 @@
 # foreign images, usage errors, progress lines.
 set -u
 
-T_NAME=tools-fsck
-. "$(dirname "$0")/tools-lib.sh"
+. "$(dirname "$0")/lib.sh"
+t_init_tools
 
 grep_out() {
 	grep -q -- "$1" "$tmp/out" "$tmp/err" || fail "missing '$1' in output"
@@ -15,9 +15,6 @@ poke() {
 	printf "$3" | dd of="$1" bs=1 seek="$2" conv=notrunc 2>/dev/null
 }
 
-for p in "$MKFS" "$FSCK"; do
-	[ -x "$p" ] || { echo "FAIL: $p not built" >&2; exit 1; }
-done
 
 img=$tmp/fs.img
 if ! "$MKFS" -q -s 64M "$img" >"$tmp/out" 2>"$tmp/err"; then

@@ -4,8 +4,8 @@
 # signature without -f, option errors, -L/-U/-N/-J/-q.
 set -u
 
-T_NAME=tools-mkfs
-. "$(dirname "$0")/tools-lib.sh"
+. "$(dirname "$0")/lib.sh"
+t_init_tools
 
 # expect_nonzero DESCRIPTION CMD...
 expect_nonzero() {
@@ -25,9 +25,6 @@ poke() {
 	printf "$3" | dd of="$1" bs=1 seek="$2" conv=notrunc 2>/dev/null
 }
 
-for p in "$MKFS" "$FSCK"; do
-	[ -x "$p" ] || { echo "FAIL: $p not built" >&2; exit 1; }
-done
 
 # The tools need io_uring; a kernel without it cannot run them at all.
 img=$tmp/a.img
