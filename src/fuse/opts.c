@@ -105,10 +105,8 @@ static int raw_tunable(struct opts_raw *raw, const char *arg)
 
 	if (i < 0)
 		return 0;
-	if (!raw->tunables[i] || strcmp(raw->tunables[i], eq + 1)) {
-		free(raw->tunables[i]);		/* the last one given wins */
-		raw->tunables[i] = strdup(eq + 1);
-	}
+	free(raw->tunables[i]);		/* the last one given wins */
+	raw->tunables[i] = strdup(eq + 1);
 	return raw->tunables[i] ? 1 : -1;
 }
 
@@ -280,6 +278,7 @@ static int opt_dontcache_dirty(const char *s, uint64_t *out)
 static int check_queue(const struct opts_raw *raw, struct mqfs_config *cfg)
 {
 	static const char *const scheds[] = { "mq-deadline", "none" };
+	const struct mq_elevator_type *t = opts_elv();
 	unsigned sched = 0, plug = 1, qd = 0, delay = 0;
 	int bad = 0;
 
@@ -296,8 +295,8 @@ static int check_queue(const struct opts_raw *raw, struct mqfs_config *cfg)
 	cfg->plug = plug;
 	bad += !!opt_uint("complete_delay_us", raw->complete_delay_us, 0,
 			  1000000, &delay);
-	for (unsigned i = 0; opts_elv() && i < opts_elv()->nr_attrs; i++)
-		bad += !!opt_tunable(&opts_elv()->attrs[i], raw->tunables[i],
+	for (unsigned i = 0; t && i < t->nr_attrs; i++)
+		bad += !!opt_tunable(&t->attrs[i], raw->tunables[i],
 				     sched == 0);
 	cfg->uring.sqpoll = raw->sqpoll;
 	return bad;
@@ -516,10 +515,11 @@ static int tune_one(struct mq_queue *q, const char *name, const char *value)
 int mqfs_config_tune_queue(const struct mqfs_config *cfg,
 			   struct mq_queue *q)
 {
+	const struct mq_elevator_type *t = opts_elv();
 	int bad = 0;
 
-	for (unsigned i = 0; opts_elv() && i < opts_elv()->nr_attrs; i++)
-		bad += !!tune_one(q, opts_elv()->attrs[i].name, cfg->tunables[i]);
+	for (unsigned i = 0; t && i < t->nr_attrs; i++)
+		bad += !!tune_one(q, t->attrs[i].name, cfg->tunables[i]);
 	bad += !!tune_one(q, "complete_delay_us", cfg->complete_delay_us);
 	return bad ? -EINVAL : 0;
 }

@@ -120,14 +120,9 @@ static int fsck_parse(int argc, char **argv, struct fsck_args *a)
 			return -EINVAL;
 		}
 	}
-	if (optind != argc - 1) {
-		fprintf(stderr, PROG ": %s\n", optind >= argc ?
-			"no device given" : "too many arguments");
-		fsck_usage(stderr);
-		return -EINVAL;
-	}
-	a->path = argv[optind];
-	return 0;
+	a->path = tool_operand(PROG, "no device given", argc, argv,
+			       fsck_usage);
+	return a->path ? 0 : -EINVAL;
 }
 
 int main(int argc, char **argv)

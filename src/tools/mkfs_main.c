@@ -145,13 +145,10 @@ static int mkfs_parse(int argc, char **argv, struct mkfs_args *a)
 			return -EINVAL;
 		}
 	}
-	if (optind != argc - 1) {
-		fprintf(stderr, PROG ": %s\n", optind >= argc ?
-			"no device or image given" : "too many arguments");
-		mkfs_usage(stderr);
+	a->path = tool_operand(PROG, "no device or image given", argc, argv,
+			       mkfs_usage);
+	if (!a->path)
 		return -EINVAL;
-	}
-	a->path = argv[optind];
 	if (a->size && a->size < (uint64_t)MQFS_MIN_BLOCKS * MQFS_BLOCK_SIZE) {
 		fprintf(stderr, PROG ": -s: at least %u KiB\n",
 			MQFS_MIN_BLOCKS * MQFS_BLOCK_SIZE / 1024);

@@ -13,11 +13,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "mqfs/blk.h"
 #include "mqfs/mq_dev.h"
-#include "tools_i.h"
 #include "mqfs/dev/uring.h"
+#include "tools_i.h"
 
 int tool_parse_size(const char *s, uint64_t *out)
 {
@@ -150,4 +151,15 @@ const char *tool_human(uint64_t bytes, char *buf, size_t len)
 	else
 		snprintf(buf, len, "%.1f %s", v, unit[u]);
 	return buf;
+}
+
+const char *tool_operand(const char *prog, const char *what, int argc,
+			 char **argv, void (*usage)(FILE *))
+{
+	if (optind == argc - 1)
+		return argv[optind];
+	fprintf(stderr, "%s: %s\n", prog, optind >= argc ? what
+						       : "too many arguments");
+	usage(stderr);
+	return NULL;
 }

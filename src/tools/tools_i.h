@@ -7,6 +7,7 @@
 #define MQFS_TOOLS_I_H
 
 #include <stdint.h>
+#include <stdio.h>
 
 struct mq_dev;
 struct mq_queue;
@@ -45,6 +46,12 @@ void tool_close(struct tool_dev *td);
  * synchronously through the queue.  0 or -errno. */
 int tool_read_blocks(struct mq_queue *q, uint64_t blk, void *buf,
 		     uint32_t nblocks);
+/*
+ * The one operand left after getopt (@what names it in the message):
+ * argv[optind], or NULL after a message naming @prog and the usage.
+ */
+const char *tool_operand(const char *prog, const char *what, int argc,
+			 char **argv, void (*usage)(FILE *));
 /* "1.5 GiB" style rendering of @bytes into @buf. */
 const char *tool_human(uint64_t bytes, char *buf, size_t len);
 

@@ -463,9 +463,8 @@ END_TEST
 static Suite *alloc_suite(void)
 {
 	Suite *s = suite_create("alloc");
-	TCase *tc = tcase_create("core");
+	TCase *tc = t_tcase(s, "core", 60);
 
-	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, test_alloc_free_counts);
 	tcase_add_test(tc, test_alloc_goal_contiguous);
 	tcase_add_test(tc, test_alloc_partial_run);
@@ -477,7 +476,6 @@ static Suite *alloc_suite(void)
 	tcase_add_test(tc, test_free_invalid);
 	tcase_add_test(tc, test_load_bad_header);
 	tcase_add_test(tc, test_alloc_threads);
-	suite_add_tcase(s, tc);
 	return s;
 }
 

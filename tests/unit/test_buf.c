@@ -457,7 +457,7 @@ END_TEST
 static Suite *buf_suite(void)
 {
 	Suite *s = suite_create("buf");
-	TCase *c = tcase_create("core");
+	TCase *c = t_tcase(s, "core", 60);
 
 	tcase_add_test(c, test_read_hit);
 	tcase_add_test(c, test_corrupt);
@@ -468,8 +468,6 @@ static Suite *buf_suite(void)
 	tcase_add_test(c, test_new_forget);
 	tcase_add_test(c, test_concurrent_readers);
 	tcase_add_test(c, test_concurrent_evict);
-	tcase_set_timeout(c, 60);
-	suite_add_tcase(s, c);
 	return s;
 }
 

@@ -399,15 +399,13 @@ END_TEST
 static Suite *dir_suite(void)
 {
 	Suite *s = suite_create("dir");
-	TCase *tc = tcase_create("core");
+	TCase *tc = t_tcase(s, "core", 60);
 
-	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, test_dir_basic);
 	tcase_add_test(tc, test_dir_persist);
 	tcase_add_test(tc, test_dir_cookies);
 	tcase_add_test(tc, test_dir_100k);
 	tcase_add_test(tc, test_dir_corrupt_record);
-	suite_add_tcase(s, tc);
 	return s;
 }
 

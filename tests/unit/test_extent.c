@@ -718,9 +718,8 @@ END_TEST
 static Suite *extent_suite(void)
 {
 	Suite *s = suite_create("extent");
-	TCase *tc = tcase_create("extent");
+	TCase *tc = t_tcase(s, "extent", 120);
 
-	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, test_inline_merge_and_tree);
 	tcase_add_test(tc, test_map_holes_and_written);
 	tcase_add_loop_test(tc, test_random_model, 0, 2);
@@ -728,7 +727,6 @@ static Suite *extent_suite(void)
 	tcase_add_test(tc, test_append_fill);
 	tcase_add_test(tc, test_enospc_leaves_map);
 	tcase_add_loop_test(tc, test_corrupt_leaf, 0, 4);
-	suite_add_tcase(s, tc);
 	return s;
 }
 

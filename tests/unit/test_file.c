@@ -1387,9 +1387,8 @@ END_TEST
 static Suite *file_suite(void)
 {
 	Suite *s = suite_create("file");
-	TCase *tc = tcase_create("file");
+	TCase *tc = t_tcase(s, "file", 120);
 
-	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, test_aligned);
 	tcase_add_loop_test(tc, test_unaligned_random, 0, 2);
 	tcase_add_test(tc, test_eof_and_empty);
@@ -1411,7 +1410,6 @@ static Suite *file_suite(void)
 	tcase_add_test(tc, test_lazy_times);
 	tcase_add_test(tc, test_lazy_times_storm);
 	tcase_add_loop_test(tc, test_release_waits_for_reads, 0, 2);
-	suite_add_tcase(s, tc);
 	return s;
 }
 

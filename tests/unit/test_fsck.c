@@ -1337,9 +1337,8 @@ END_TEST
 static Suite *fsck_suite(void)
 {
 	Suite *s = suite_create("fsck");
-	TCase *tc = tcase_create("fsck");
+	TCase *tc = t_tcase(s, "fsck", 60);
 
-	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, test_clean);
 	tcase_add_test(tc, test_not_mqfs);
 	tcase_add_test(tc, test_superblock);
@@ -1361,7 +1360,6 @@ static Suite *fsck_suite(void)
 	tcase_add_test(tc, test_journal_and_orphan);
 	tcase_add_test(tc, test_journal_bad_super);
 	tcase_add_test(tc, test_crash_churn);
-	suite_add_tcase(s, tc);
 	return s;
 }
 

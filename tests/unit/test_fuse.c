@@ -686,9 +686,8 @@ END_TEST
 static Suite *fuse_suite(void)
 {
 	Suite *s = suite_create("fuse");
-	TCase *tc = tcase_create("fuse");
+	TCase *tc = t_tcase(s, "fuse", 60);
 
-	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, test_decode_layouts);
 	tcase_add_test(tc, test_decode_refuses);
 	tcase_add_test(tc, test_decode_damage);
@@ -702,7 +701,6 @@ static Suite *fuse_suite(void)
 	tcase_add_test(tc, test_ioprio_syscall);
 	tcase_add_test(tc, test_ioprio_rt_caps);
 	tcase_add_test(tc, test_options);
-	suite_add_tcase(s, tc);
 	return s;
 }
 

@@ -805,9 +805,8 @@ END_TEST
 static Suite *inode_suite(void)
 {
 	Suite *s = suite_create("inode");
-	TCase *tc = tcase_create("core");
+	TCase *tc = t_tcase(s, "core", 60);
 
-	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, test_inew_roundtrip);
 	tcase_add_test(tc, test_iget_missing);
 	tcase_add_test(tc, test_delete_on_last_iput);
@@ -824,7 +823,6 @@ static Suite *inode_suite(void)
 	tcase_add_test(tc, test_lookups_table);
 	tcase_add_test(tc, test_iget_threads);
 	tcase_add_test(tc, test_locks_and_dio);
-	suite_add_tcase(s, tc);
 	return s;
 }
 

@@ -875,7 +875,7 @@ END_TEST
 static Suite *journal_suite(void)
 {
 	Suite *s = suite_create("journal");
-	TCase *c = tcase_create("core");
+	TCase *c = t_tcase(s, "core", 60);
 
 	tcase_add_test(c, test_commit_home);
 	tcase_add_test(c, test_seq_in_super);
@@ -890,8 +890,6 @@ static Suite *journal_suite(void)
 	tcase_add_loop_test(c, test_crash_points, 1, 9);
 	tcase_add_test(c, test_credits);
 	tcase_add_test(c, test_concurrent_handles);
-	tcase_set_timeout(c, 60);
-	suite_add_tcase(s, c);
 	return s;
 }
 

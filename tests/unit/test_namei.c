@@ -896,9 +896,8 @@ END_TEST
 static Suite *namei_suite(void)
 {
 	Suite *s = suite_create("namei");
-	TCase *tc = tcase_create("core");
+	TCase *tc = t_tcase(s, "core", 60);
 
-	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, test_mknod_types);
 	tcase_add_test(tc, test_mknod_errors);
 	tcase_add_test(tc, test_symlink);
@@ -910,7 +909,6 @@ static Suite *namei_suite(void)
 	tcase_add_test(tc, test_rename_exchange);
 	tcase_add_test(tc, test_readdir);
 	tcase_add_test(tc, test_concurrent_namespace);
-	suite_add_tcase(s, tc);
 	return s;
 }
 

@@ -568,12 +568,10 @@ END_TEST
 static Suite *powerloss_suite(void)
 {
 	Suite *s = suite_create("powerloss");
-	TCase *tc = tcase_create("powerloss");
+	TCase *tc = t_tcase(s, "powerloss", 300);
 
-	tcase_set_timeout(tc, 300);
 	tcase_add_loop_test(tc, test_powerloss, 0,
 			    (int)MQ_ARRAY_SIZE(pl_scenarios));
-	suite_add_tcase(s, tc);
 	return s;
 }
 

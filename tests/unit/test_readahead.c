@@ -209,15 +209,13 @@ END_TEST
 static Suite *ra_suite(void)
 {
 	Suite *s = suite_create("readahead");
-	TCase *tc = tcase_create("core");
+	TCase *tc = t_tcase(s, "core", 60);
 
-	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, test_sequential_served);
 	tcase_add_test(tc, test_random_no_window);
 	tcase_add_test(tc, test_write_invalidates);
 	tcase_add_test(tc, test_truncate_and_punch);
 	tcase_add_test(tc, test_close_in_flight);
-	suite_add_tcase(s, tc);
 	return s;
 }
 

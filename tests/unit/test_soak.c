@@ -1676,11 +1676,9 @@ static bool sqpoll_works(void)
 static Suite *soak_suite(void)
 {
 	Suite *s = suite_create("soak");
-	TCase *c = tcase_create("soak");
+	TCase *c = t_tcase(s, "soak", (double)soak_seconds() + 120);
 
-	tcase_set_timeout(c, (double)soak_seconds() + 120);
 	tcase_add_test(c, test_soak);
-	suite_add_tcase(s, c);
 	return s;
 }
 

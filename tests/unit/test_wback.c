@@ -676,9 +676,8 @@ END_TEST
 static Suite *wback_suite(void)
 {
 	Suite *s = suite_create("wback");
-	TCase *tc = tcase_create("core");
+	TCase *tc = t_tcase(s, "core", 120);
 
-	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, test_write_read_back);
 	tcase_add_test(tc, test_sparse_and_truncate);
 	tcase_add_test(tc, test_random_ops);
@@ -690,7 +689,6 @@ static Suite *wback_suite(void)
 	tcase_add_test(tc, test_eio_reported_once);
 	tcase_add_test(tc, test_enospc);
 	tcase_add_test(tc, test_writer_priority);
-	suite_add_tcase(s, tc);
 	return s;
 }
 

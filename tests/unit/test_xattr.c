@@ -483,9 +483,8 @@ END_TEST
 static Suite *xattr_suite(void)
 {
 	Suite *s = suite_create("xattr");
-	TCase *tc = tcase_create("core");
+	TCase *tc = t_tcase(s, "core", 60);
 
-	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, test_xattr_roundtrip);
 	tcase_add_test(tc, test_xattr_flags);
 	tcase_add_test(tc, test_xattr_names);
@@ -495,7 +494,6 @@ static Suite *xattr_suite(void)
 	tcase_add_test(tc, test_ioprio_parse);
 	tcase_add_test(tc, test_ioprio_policy);
 	tcase_add_test(tc, test_ioprio_applies);
-	suite_add_tcase(s, tc);
 	return s;
 }
 
