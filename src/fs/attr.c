@@ -106,15 +106,12 @@ static int attr_write(struct mqfs_fs *fs, struct mqfs_ino *ip,
 		      const struct stat *a, unsigned to_set, bool size_changed)
 {
 	struct mqfs_handle h;
-	int err, err2;
+	int err = mqfs_trans_start(fs, MQFS_CREDITS_INODE, &h);
 
-	err = mqfs_trans_start(fs, 1, &h);
 	if (err)
 		return err;
 	attr_apply(ip, a, to_set, size_changed);
-	err = mqfs_inode_dirty(&h, ip);
-	err2 = mqfs_trans_stop(&h);
-	return err ? err : err2;
+	return mqfs_trans_finish(&h, mqfs_inode_dirty(&h, ip));
 }
 
 int mqfs_setattr(struct mqfs_fs *fs, uint64_t ino, const struct stat *attr,

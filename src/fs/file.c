@@ -37,7 +37,6 @@
 
 #define FILE_BS			((uint64_t)MQFS_BLOCK_SIZE)
 #define FILE_MASK		(FILE_BS - 1)
-#define FILE_BIO_BLOCKS		256u	/* 1 MiB per bio */
 #define FILE_CHUNK_BLOCKS	256u	/* blocks written per handle */
 #define FILE_MAX_RUNS		32u	/* mapping pieces per chunk */
 #define FILE_AIO_INLINE		4u	/* bios carried in the request */
@@ -113,10 +112,7 @@ struct file_aio {
 	char *bounce;			/* @buf when it is ours, or NULL */
 	uint64_t nblocks;		/* @buf's size */
 	size_t skew, len;		/* the caller's bytes within @buf */
-	atomic_uint pending;
-	atomic_int error;
-	unsigned nbios, cap;
-	struct mq_bio *bios;
+	struct mqfs_bioset set;
 	struct mq_bio inline_bios[FILE_AIO_INLINE];
 };
 
@@ -125,6 +121,8 @@ _Static_assert(sizeof(struct file_aio) <= sizeof(struct mqfs_io),
 _Static_assert(_Alignof(struct file_aio) <= _Alignof(struct mqfs_io),
 	       "struct mqfs_io is aligned for struct file_aio");
 
+static void file_aio_done(struct mqfs_bioset *s);
+
 static struct file_aio *file_aio_init(struct mqfs_io *io, struct mqfs_fs *fs,
 				      struct mqfs_ino *ip, void *buf,
 				      uint64_t nblocks)
@@ -132,16 +130,16 @@ static struct file_aio *file_aio_init(struct mqfs_io *io, struct mqfs_fs *fs,
 	struct file_aio *a = (struct file_aio *)io->opaque;
 
 	*a = (struct file_aio){ .fs = fs, .ip = ip, .buf = buf,
-				.nblocks = nblocks, .bios = a->inline_bios,
-				.cap = FILE_AIO_INLINE };
+				.nblocks = nblocks };
+	mqfs_bioset_init(&a->set, a->inline_bios, FILE_AIO_INLINE,
+			 file_aio_done);
 	return a;
 }
 
 /* Only what the request allocated beyond its struct mqfs_io. */
 static void file_aio_free(struct file_aio *a)
 {
-	if (a->bios != a->inline_bios)
-		free(a->bios);
+	mqfs_bioset_release(&a->set);
 	if (a->bounce)
 		file_buf_free(a->fs, a->bounce, a->nblocks);
 }
@@ -189,9 +187,10 @@ void mqfs_file_reads_drain(struct mqfs_file *f)
  * release waits for the file's read count, dropped last.  Nothing of @a
  * is touched after the callback: it may reuse the memory at once.
  */
-static void file_aio_complete(struct file_aio *a)
+static void file_aio_done(struct mqfs_bioset *s)
 {
-	int err = atomic_load(&a->error);
+	struct file_aio *a = mq_container_of(s, struct file_aio, set);
+	int err = mqfs_bioset_error(s);
 	mqfs_write_done_t write_done = a->write_done;
 	mqfs_read_done_t read_done = a->read_done;
 	const char *data = a->buf + a->skew;
@@ -211,79 +210,6 @@ static void file_aio_complete(struct file_aio *a)
 	}
 }
 
-static void file_aio_end_io(struct mq_bio *bio)
-{
-	struct file_aio *a = bio->private;
-
-	if (bio->status) {
-		int none = 0;
-
-		atomic_compare_exchange_strong(&a->error, &none, bio->status);
-	}
-	if (atomic_fetch_sub(&a->pending, 1) == 1)
-		file_aio_complete(a);
-}
-
-static int file_aio_grow(struct file_aio *a)
-{
-	struct mq_bio *nb = malloc(2 * a->cap * sizeof(*nb));
-
-	if (!nb)
-		return -ENOMEM;
-	memcpy(nb, a->bios, a->nbios * sizeof(*nb));
-	if (a->bios != a->inline_bios)
-		free(a->bios);
-	a->bios = nb;
-	a->cap *= 2;
-	return 0;
-}
-
-/* Add bios for @nblocks at @pblk from block @boff of the buffer. */
-static int file_aio_add(struct file_aio *a, enum mq_op op, uint64_t pblk,
-			uint64_t boff, uint32_t nblocks)
-{
-	while (nblocks) {
-		uint32_t n = MQ_MIN(nblocks, FILE_BIO_BLOCKS);
-		struct mq_bio *bio;
-
-		if (a->nbios == a->cap && file_aio_grow(a))
-			return -ENOMEM;
-		bio = &a->bios[a->nbios++];
-		mq_bio_init(bio, op, mqfs_blk_to_sector(pblk),
-			    a->buf + boff * FILE_BS, (uint32_t)(n * FILE_BS),
-			    file_aio_end_io, a);
-		bio->flags = MQ_REQ_SYNC;
-		pblk += n;
-		boff += n;
-		nblocks -= n;
-	}
-	return 0;
-}
-
-/*
- * Submit everything (the caller did mqfs_ino_dio_start).  The request
- * may complete and its memory be reused before this returns: nothing of
- * it is touched after the last submission.  The plug is sized by what
- * is really issued (a nested plug raises the outer one's hint).
- */
-static void file_aio_submit(struct mqfs_fs *fs, struct file_aio *a)
-{
-	struct mq_queue *q = fs->q;
-	struct mq_bio *bios = a->bios;
-	unsigned n = a->nbios;
-	struct mq_plug plug;
-
-	if (!n) {
-		file_aio_complete(a);
-		return;
-	}
-	atomic_store(&a->pending, n);
-	mq_start_plug(&plug, n);
-	for (unsigned i = 0; i < n; i++)
-		mq_submit_bio(q, &bios[i]);
-	mq_finish_plug(&plug);
-}
-
 /* Bios for the written blocks of [first, first+nblk); zeroes elsewhere. */
 static int file_read_map(struct mqfs_fs *fs, struct file_aio *a,
 			 uint64_t first, uint64_t nblk)
@@ -295,7 +221,9 @@ static int file_read_map(struct mqfs_fs *fs, struct file_aio *a,
 		if (err)
 			return err;
 		if (m.pblk && !m.unwritten)
-			err = file_aio_add(a, MQ_OP_READ, m.pblk, i, m.len);
+			err = mqfs_bioset_add(&a->set, MQ_OP_READ, m.pblk,
+					      a->buf + i * FILE_BS, m.len,
+					      MQ_REQ_SYNC);
 		else
 			memset(a->buf + i * FILE_BS, 0, m.len * FILE_BS);
 		if (err)
@@ -385,7 +313,8 @@ void mqfs_file_read_device(struct mqfs_fs *fs, struct mqfs_file *f,
 	pthread_rwlock_unlock(&ip->lock);
 	a->f = f;
 	file_reads_begin(f);
-	file_aio_submit(fs, a);
+	/* @a may be ended and reused before this returns. */
+	mqfs_bioset_submit(fs->q, &a->set);
 }
 
 /* 1 when all of [first, first+nblk) is written blocks (bios added). */
@@ -400,7 +329,9 @@ static int file_write_map(struct mqfs_fs *fs, struct file_aio *a,
 			return err;
 		if (!m.pblk || m.unwritten)
 			return 0;
-		err = file_aio_add(a, MQ_OP_WRITE, m.pblk, i, m.len);
+		err = mqfs_bioset_add(&a->set, MQ_OP_WRITE, m.pblk,
+				      a->buf + i * FILE_BS, m.len,
+				      MQ_REQ_SYNC);
 		if (err)
 			return err;
 		i += m.len;
@@ -455,7 +386,7 @@ static bool file_write_fast(struct mqfs_fs *fs, struct mqfs_file *f,
 	a->len = size;
 	a->write_done = done;
 	a->arg = arg;
-	file_aio_submit(fs, a);
+	mqfs_bioset_submit(fs->q, &a->set);
 	return true;
 slow:
 	pthread_rwlock_unlock(&ip->lock);
@@ -594,11 +525,9 @@ static int file_write_runs(struct file_wr *w, const struct file_chunk *c,
 	for (unsigned i = 0; i < c->nruns; i++) {
 		const struct file_run *r = &c->run[i];
 
-		for (uint32_t d = 0; d < r->len; d += FILE_BIO_BLOCKS)
-			mqfs_batch_add(w->fs->q, &b, MQ_OP_WRITE, r->pblk + d,
-				       buf + (r->lblk - c->first + d) * FILE_BS,
-				       MQ_MIN(r->len - d, FILE_BIO_BLOCKS),
-				       MQ_REQ_SYNC);
+		mqfs_batch_add(w->fs->q, &b, MQ_OP_WRITE, r->pblk,
+			       buf + (r->lblk - c->first) * FILE_BS, r->len,
+			       MQ_REQ_SYNC);
 	}
 	err = mqfs_batch_wait(&b);
 	mq_finish_plug(&plug);
@@ -634,7 +563,7 @@ static ssize_t file_write_chunk(struct file_wr *w, uint64_t pos)
 	struct mqfs_handle h;
 	uint64_t bend = 0;
 	char *buf = NULL;
-	int err, err2;
+	int err;
 
 	err = mqfs_trans_start(w->fs, mqfs_file_credits(w->fs, w->max_ops), &h);
 	if (err)
@@ -657,11 +586,9 @@ static ssize_t file_write_chunk(struct file_wr *w, uint64_t pos)
 	}
 	if (err)
 		file_unplan(&h, &c);
-	err2 = mqfs_trans_stop(&h);
+	err = mqfs_trans_finish(&h, err);
 	if (buf)
 		file_buf_free(w->fs, buf, c.end - c.first);
-	if (!err)
-		err = err2;
 	return err ? err : (ssize_t)(bend - pos);
 }
 
@@ -826,7 +753,7 @@ static int file_remove_range(struct mqfs_fs *fs, struct mqfs_ino *ip,
 		struct mqfs_handle h;
 		uint64_t stop;
 		unsigned n;
-		int err, err2;
+		int err;
 
 		err = file_ops_end(fs, ip, start, end, ops, &stop, &n);
 		if (err || !n)
@@ -834,10 +761,10 @@ static int file_remove_range(struct mqfs_fs *fs, struct mqfs_ino *ip,
 		err = mqfs_trans_start(fs, mqfs_file_credits(fs, ops), &h);
 		if (err)
 			return err;
-		err = mqfs_extent_remove(&h, ip, start, stop - start);
-		err2 = mqfs_trans_stop(&h);
-		if (err || err2)
-			return err ? err : err2;
+		err = mqfs_trans_finish(&h, mqfs_extent_remove(&h, ip, start,
+							       stop - start));
+		if (err)
+			return err;
 		start = stop;
 	}
 	return 0;
@@ -853,7 +780,8 @@ static int file_size_write(struct mqfs_fs *fs, struct mqfs_ino *ip,
 			   bool orphan)
 {
 	struct mqfs_handle h;
-	int err = mqfs_trans_start(fs, 3, &h), err2;
+	int err = mqfs_trans_start(fs, MQFS_CREDITS_ORPHAN +
+				   MQFS_CREDITS_INODE, &h);
 
 	if (err)
 		return err;
@@ -861,21 +789,13 @@ static int file_size_write(struct mqfs_fs *fs, struct mqfs_ino *ip,
 		err = mqfs_orphan_add(&h, ip);
 	if (!err)
 		err = mqfs_inode_dirty(&h, ip);
-	err2 = mqfs_trans_stop(&h);
-	return err ? err : err2;
+	return mqfs_trans_finish(&h, err);
 }
 
 /* The truncate is complete: off the orphan list again. */
 static int file_orphan_done(struct mqfs_fs *fs, struct mqfs_ino *ip)
 {
-	struct mqfs_handle h;
-	int err = mqfs_trans_start(fs, 2, &h), err2;
-
-	if (err)
-		return err;
-	err = mqfs_orphan_del(&h, ip);
-	err2 = mqfs_trans_stop(&h);
-	return err ? err : err2;
+	return mqfs_trans_one(fs, MQFS_CREDITS_ORPHAN, mqfs_orphan_del, ip);
 }
 
 int mqfs_file_truncate(struct mqfs_fs *fs, struct mqfs_ino *ip, uint64_t size)
@@ -995,11 +915,7 @@ static int file_prealloc(struct mqfs_fs *fs, struct mqfs_ino *ip,
 		}
 		mqfs_touch(ip, false, grow, true);
 		err2 = mqfs_inode_dirty(&h, ip);
-		if (!err)
-			err = err2;
-		err2 = mqfs_trans_stop(&h);
-		if (!err)
-			err = err2;
+		err = mqfs_trans_finish(&h, err ? err : err2);
 		if (mqfs_retry_enospc(fs, err, &retried))
 			err = 0;
 	} while (!err && lblk < end);

@@ -33,7 +33,7 @@ struct mqfs_icache;
 struct mqfs_ag_info;
 struct mqfs_dir_index;
 struct mqfs_wback;
-struct mqfs_databuf;
+struct mqfs_bufpool;
 
 /* ---- the mounted filesystem (super.c) ---------------------------------- */
 
@@ -72,7 +72,7 @@ struct mqfs_fs {
 	struct mqfs_icache *icache;
 	struct mqfs_ag_info *ags;	/* ag_count of them */
 	struct mqfs_wback *wback;	/* dontcache write-behind (wback.c) */
-	struct mqfs_databuf *databuf;	/* large data buffers (databuf.c) */
+	struct mqfs_bufpool *databuf;	/* large data buffers (databuf.c) */
 	pthread_mutex_t sb_lock;	/* orphan list, inode_gen */
 	pthread_mutex_t rename_lock;	/* cross-directory renames (namei.c) */
 	atomic_uint_fast64_t free_blocks, free_inodes;
@@ -171,21 +171,75 @@ static inline uint64_t mqfs_blk_to_sector(uint64_t blk)
 	return blk << (MQFS_BLOCK_SHIFT - MQ_SECTOR_SHIFT);
 }
 
-/* A set of bios submitted together and waited for together. */
+/* ---- sets of bios in flight (bio.c) ------------------------------------ */
+
+#define MQFS_BIO_BLOCKS		256u	/* 1 MiB: the largest bio we build */
+#define MQFS_BATCH_INLINE	8u	/* bios a waited batch carries */
+
+struct mqfs_bioset;
+/* The set's last bio ended; the set may be freed or reused at once. */
+typedef void (*mqfs_bioset_done_t)(struct mqfs_bioset *s);
+
+/*
+ * Bios collected, submitted together and ended together.  The owner
+ * embeds the set and its inline bios; @prio_class (default NONE: the
+ * submitting thread's) goes to every bio added after it is set.
+ */
+struct mqfs_bioset {
+	atomic_uint pending;
+	atomic_int error;		/* the first error */
+	uint64_t error_sector;		/* where it happened */
+	unsigned nbios, cap;
+	struct mq_bio *bios;		/* @inline_bios or grown */
+	struct mq_bio *inline_bios;
+	mqfs_bioset_done_t done;
+	uint8_t prio_class;
+};
+
+void mqfs_bioset_init(struct mqfs_bioset *s, struct mq_bio *inline_bios,
+		      unsigned n_inline, mqfs_bioset_done_t done);
+/*
+ * Bios for @nblocks at @blk from @buf, MQFS_BIO_BLOCKS at most each
+ * (one empty bio for a flush).  0 or -ENOMEM, which is also recorded as
+ * the set's error.
+ */
+int mqfs_bioset_add(struct mqfs_bioset *s, enum mq_op op, uint64_t blk,
+		    void *buf, uint32_t nblocks, uint16_t flags);
+/* Forget the bios not yet submitted; @err is the set's error. */
+void mqfs_bioset_fail(struct mqfs_bioset *s, int err);
+/*
+ * Submit all under one plug (or call done at once when there is none).
+ * The set may be ended and reused before this returns.
+ */
+void mqfs_bioset_submit(struct mq_queue *q, struct mqfs_bioset *s);
+static inline int mqfs_bioset_error(struct mqfs_bioset *s)
+{
+	return atomic_load(&s->error);
+}
+/* Free what the set grew (after done). */
+void mqfs_bioset_release(struct mqfs_bioset *s);
+
+/* A set of bios waited for together. */
 struct mqfs_bio_batch {
+	struct mqfs_bioset set;
+	struct mq_bio inline_bios[MQFS_BATCH_INLINE];
+	struct mq_queue *q;
 	pthread_mutex_t lock;
-	pthread_cond_t done;
-	unsigned pending;
-	int error;			/* first error */
+	pthread_cond_t cond;
+	bool finished;
+	int error;			/* first error (after the wait) */
 	uint64_t error_blk;
 };
 
 void mqfs_batch_init(struct mqfs_bio_batch *b);
-/* Submit one bio of @nblocks at @blk (op READ/WRITE/FLUSH/DISCARD/...). */
+/* Add a bio of @nblocks at @blk (op READ/WRITE/FLUSH/DISCARD/...). */
 void mqfs_batch_add(struct mq_queue *q, struct mqfs_bio_batch *b,
 		    enum mq_op op, uint64_t blk, void *buf, uint32_t nblocks,
 		    uint16_t flags);
-/* Flush the caller's plug, wait for all, destroy; 0 or the first error. */
+/*
+ * Submit what was added, flush the caller's plug, wait for all, destroy;
+ * 0 or the first error.
+ */
 int mqfs_batch_wait(struct mqfs_bio_batch *b);
 /* One synchronous I/O. */
 int mqfs_bio_sync(struct mq_queue *q, enum mq_op op, uint64_t blk,
@@ -194,12 +248,41 @@ int mqfs_flush_device(struct mq_queue *q);
 /* 4 KiB-aligned zeroed memory of @nblocks blocks (free with free()). */
 void *mqfs_alloc_blocks_mem(size_t nblocks);
 
-/* ---- large data buffers (databuf.c) ------------------------------------- */
+/* ---- pools of data buffers (databuf.c) --------------------------------- */
 
+struct mqfs_bufpool_cfg {
+	unsigned min_shift;		/* smallest class: 1 << min_shift */
+	unsigned nr_classes;		/* power-of-two classes from there */
+	uint64_t limit;			/* bound on held bytes; 0: none */
+	uint64_t cache_max;		/* bound on cached bytes */
+};
+
+struct mqfs_bufpool_stats {
+	uint64_t held;			/* in use + cached */
+	uint64_t held_peak;
+	uint64_t in_use;
+	uint64_t cached;
+};
+
+/* 0, -EINVAL (a bad configuration) or -ENOMEM. */
+int mqfs_bufpool_create(const struct mqfs_bufpool_cfg *cfg,
+			struct mqfs_bufpool **out);
+/* Frees the cache; buffers still out must not come back. */
+void mqfs_bufpool_destroy(struct mqfs_bufpool *bp);
+/*
+ * A 4 KiB-aligned buffer of at least @bytes, not zeroed: 0, -EAGAIN
+ * (the bound is reached while buffers are out: wait for a put) or
+ * -ENOMEM.  Give it back with the same @bytes.
+ */
+int mqfs_bufpool_get(struct mqfs_bufpool *bp, size_t bytes, void **out);
+void mqfs_bufpool_put(struct mqfs_bufpool *bp, void *p, size_t bytes);
+void mqfs_bufpool_stats(struct mqfs_bufpool *bp,
+			struct mqfs_bufpool_stats *out);
+
+/* The mount's large buffers (read/write bounces, read-ahead windows). */
 int mqfs_databuf_create(struct mqfs_fs *fs);
 void mqfs_databuf_destroy(struct mqfs_fs *fs);
-/* 4 KiB-aligned, not zeroed; NULL when out of memory.  Give it back
- * with the same @bytes. */
+/* As mqfs_bufpool_get(); NULL when out of memory. */
 void *mqfs_databuf_get(struct mqfs_fs *fs, size_t bytes);
 void mqfs_databuf_put(struct mqfs_fs *fs, void *p, size_t bytes);
 
@@ -294,6 +377,20 @@ int mqfs_trans_try_start(struct mqfs_fs *fs, unsigned credits,
 			 struct mqfs_handle *h);
 /* The caller changed @b (holding its lock): make it part of h's txn. */
 void mqfs_trans_dirty(struct mqfs_handle *h, struct mqfs_buf *b);
+/*
+ * Handle credits of the small changes: the buffers each may dirty.
+ * Larger operations count theirs (mqfs_file_credits, nm_credits, ...).
+ */
+#define MQFS_CREDITS_INODE	1u	/* mqfs_inode_dirty: a table block */
+#define MQFS_CREDITS_SUPER	1u	/* the superblock */
+#define MQFS_CREDITS_ORPHAN	2u	/* mqfs_orphan_add or _del */
+
+/* Stop @h; @err if it is one, else the stop's result. */
+int mqfs_trans_finish(struct mqfs_handle *h, int err);
+/* Start a handle of @credits, make one @change to @ip in it, finish it. */
+int mqfs_trans_one(struct mqfs_fs *fs, unsigned credits,
+		   int (*change)(struct mqfs_handle *h, struct mqfs_ino *ip),
+		   struct mqfs_ino *ip);
 /* End the handle; with h->sync, wait for its commit.  0 or -errno. */
 int mqfs_trans_stop(struct mqfs_handle *h);
 /*

@@ -226,7 +226,7 @@ static int ic_lazy_batch(struct mqfs_fs *fs, struct mqfs_icache *c, bool wait)
 	struct mqfs_ino *v[IC_LAZY_BATCH];
 	struct mqfs_handle h;
 	unsigned n, i;
-	int err, err2;
+	int err;
 
 	err = wait ? mqfs_trans_start(fs, max, &h)
 		   : mqfs_trans_try_start(fs, max, &h);
@@ -243,8 +243,7 @@ static int ic_lazy_batch(struct mqfs_fs *fs, struct mqfs_icache *c, bool wait)
 		err = v[i]->deleted ? 0 : mqfs_inode_dirty(&h, v[i]);
 	ic_lazy_requeue(c, v, err ? i - 1 : n, n);
 	pthread_mutex_unlock(&c->lazy_lock);
-	err2 = mqfs_trans_stop(&h);
-	return err ? err : err2;
+	return mqfs_trans_finish(&h, err);
 }
 
 int mqfs_ino_write_lazy(struct mqfs_fs *fs, bool wait)
@@ -261,14 +260,7 @@ int mqfs_ino_write_lazy(struct mqfs_fs *fs, bool wait)
 
 int mqfs_inode_write(struct mqfs_fs *fs, struct mqfs_ino *ip)
 {
-	struct mqfs_handle h;
-	int err = mqfs_trans_start(fs, 1, &h), err2;
-
-	if (err)
-		return err;
-	err = mqfs_inode_dirty(&h, ip);
-	err2 = mqfs_trans_stop(&h);
-	return err ? err : err2;
+	return mqfs_trans_one(fs, MQFS_CREDITS_INODE, mqfs_inode_dirty, ip);
 }
 
 /* ---- hash (icache lock held) ---------------------------------------------- */
@@ -839,7 +831,7 @@ static int ic_delete_record(struct mqfs_fs *fs, struct ic_ent *e)
 	struct mqfs_ino *ip = &e->ip;
 	bool was_dir = S_ISDIR(ip->d.mode);
 	struct mqfs_handle h;
-	int err, err2;
+	int err;
 
 	err = mqfs_trans_start(fs, IC_DELETE_CREDITS, &h);
 	if (err)
@@ -862,8 +854,7 @@ static int ic_delete_record(struct mqfs_fs *fs, struct ic_ent *e)
 		pthread_mutex_unlock(&fs->icache->lock);
 		err = mqfs_ifree(&h, ip->ino, was_dir);
 	}
-	err2 = mqfs_trans_stop(&h);
-	return err ? err : err2;
+	return mqfs_trans_finish(&h, err);
 }
 
 /*
@@ -1143,8 +1134,7 @@ out:
  */
 static int orphan_unlist(struct mqfs_fs *fs, struct mqfs_ino *ip)
 {
-	struct mqfs_handle h;
-	int err, err2;
+	int err;
 
 	if (S_ISREG(ip->d.mode)) {
 		pthread_rwlock_wrlock(&ip->lock);
@@ -1152,12 +1142,7 @@ static int orphan_unlist(struct mqfs_fs *fs, struct mqfs_ino *ip)
 		pthread_rwlock_unlock(&ip->lock);
 		return err;
 	}
-	err = mqfs_trans_start(fs, 2, &h);
-	if (err)
-		return err;
-	err = mqfs_orphan_del(&h, ip);
-	err2 = mqfs_trans_stop(&h);
-	return err ? err : err2;
+	return mqfs_trans_one(fs, MQFS_CREDITS_ORPHAN, mqfs_orphan_del, ip);
 }
 
 int mqfs_orphan_recover(struct mqfs_fs *fs)

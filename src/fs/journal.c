@@ -289,6 +289,23 @@ int mqfs_trans_stop(struct mqfs_handle *h)
 	return h->sync ? mqfs_journal_wait_seq(h->fs, h->seq) : 0;
 }
 
+int mqfs_trans_finish(struct mqfs_handle *h, int err)
+{
+	int err2 = mqfs_trans_stop(h);
+
+	return err ? err : err2;
+}
+
+int mqfs_trans_one(struct mqfs_fs *fs, unsigned credits,
+		   int (*change)(struct mqfs_handle *h, struct mqfs_ino *ip),
+		   struct mqfs_ino *ip)
+{
+	struct mqfs_handle h;
+	int err = mqfs_trans_start(fs, credits, &h);
+
+	return err ? err : mqfs_trans_finish(&h, change(&h, ip));
+}
+
 /* ---- commit: snapshot ----------------------------------------------------- */
 
 static int jnl_cmp_buf(const void *a, const void *b)

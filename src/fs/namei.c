@@ -133,13 +133,6 @@ static void nm_nlink_set(struct mqfs_ino *ip, uint32_t nlink)
 	pthread_mutex_unlock(&ip->meta_lock);
 }
 
-/* Stop a handle, keeping the first error. */
-static int nm_stop(struct mqfs_handle *h, int err)
-{
-	int err2 = mqfs_trans_stop(h);
-
-	return err ? err : err2;
-}
 
 /* ---- sets of inodes locked in number order ------------------------------ */
 
@@ -404,11 +397,11 @@ static int nm_create_locked(struct mqfs_fs *fs, struct mqfs_ino *dp,
 		return err;
 	err = mqfs_ialloc(&h, dp->ino, dir, &ino);
 	if (err)
-		return nm_stop(&h, err);
+		return mqfs_trans_finish(&h, err);
 	err = mqfs_inew(&h, ino, nw->mode, nw->uid, nw->gid, &ip);
 	if (err) {
 		mqfs_ifree(&h, ino, dir);
-		return nm_stop(&h, err);
+		return mqfs_trans_finish(&h, err);
 	}
 	*out = ip;		/* the caller's mqfs_iput frees it on error */
 	err = nm_init_inode(&h, dp, ip, nw);
@@ -416,12 +409,12 @@ static int nm_create_locked(struct mqfs_fs *fs, struct mqfs_ino *dp,
 		err = mqfs_dir_add(&h, dp, name, len, ino, nm_dtype(ip));
 	if (err) {
 		nm_discard(&h, ip);
-		return nm_stop(&h, err);
+		return mqfs_trans_finish(&h, err);
 	}
 	if (dir)
 		nm_nlink_add(dp, 1);
 	mqfs_touch(dp, false, true, true);
-	return nm_stop(&h, mqfs_inode_dirty(&h, dp));
+	return mqfs_trans_finish(&h, mqfs_inode_dirty(&h, dp));
 }
 
 static int nm_create_once(struct mqfs_fs *fs, uint64_t parent,
@@ -518,13 +511,13 @@ static int nm_link_locked(struct mqfs_fs *fs, struct mqfs_ino *ip,
 		return err;
 	err = mqfs_dir_add(&h, dp, name, len, ip->ino, nm_dtype(ip));
 	if (err)
-		return nm_stop(&h, err);
+		return mqfs_trans_finish(&h, err);
 	nm_nlink_add(ip, 1);
 	mqfs_touch(ip, false, false, true);
 	mqfs_touch(dp, false, true, true);
 	nm_set_add(&s, ip);
 	nm_set_add(&s, dp);
-	return nm_stop(&h, nm_set_dirty(&h, &s));
+	return mqfs_trans_finish(&h, nm_set_dirty(&h, &s));
 }
 
 static int nm_link_once(struct mqfs_fs *fs, uint64_t ino, uint64_t newparent,
@@ -633,13 +626,13 @@ static int nm_remove_locked(struct mqfs_fs *fs, struct mqfs_ino *dp,
 		return err;
 	err = mqfs_dir_remove(&h, dp, name, len);
 	if (err)
-		return nm_stop(&h, err);
+		return mqfs_trans_finish(&h, err);
 	if (rmdir)
 		nm_nlink_add(dp, -1);
 	mqfs_touch(dp, false, true, true);
 	err = nm_drop_link(&h, ip);
 	err2 = nm_set_dirty(&h, s);
-	return nm_stop(&h, err ? err : err2);
+	return mqfs_trans_finish(&h, err ? err : err2);
 }
 
 static int nm_remove(struct mqfs_fs *fs, uint64_t parent, const char *name,
@@ -881,13 +874,13 @@ static int nm_rename_locked(struct nm_rename *r)
 	else
 		err = nm_rename_move(&h, r);
 	if (err)
-		return nm_stop(&h, err);
+		return mqfs_trans_finish(&h, err);
 	mqfs_touch(r->oip, false, false, true);
 	if (r->nip)
 		mqfs_touch(r->nip, false, false, true);
 	mqfs_touch(r->odp, false, true, true);
 	mqfs_touch(r->ndp, false, true, true);
-	return nm_stop(&h, nm_set_dirty(&h, &r->s));
+	return mqfs_trans_finish(&h, nm_set_dirty(&h, &r->s));
 }
 
 static int nm_rename_names(const char *name, const char *newname,

@@ -154,7 +154,7 @@ static int super_update(struct mqfs_fs *fs, bool mounting)
 	uint64_t now;
 	int err;
 
-	err = mqfs_trans_start(fs, 1, &h);
+	err = mqfs_trans_start(fs, MQFS_CREDITS_SUPER, &h);
 	if (err)
 		return err;
 	mqfs_now(&now, &nsec);

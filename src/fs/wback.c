@@ -35,9 +35,9 @@
  * filled it (the flusher's own is NONE): an idle-class writer's
  * write-behind stays idle.
  *
- * Buffers come from a pool of power-of-two classes (4 KiB - 1 MiB) kept
- * within the bound: a drop returns the buffer to its class, so a steady
- * stream allocates nothing.
+ * Buffers come from a pool of power-of-two classes (4 KiB - 1 MiB,
+ * databuf.c) kept within the bound: a drop returns the buffer to its
+ * class, so a steady stream allocates nothing.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -47,12 +47,12 @@
 
 #define WB_BS			((uint64_t)MQFS_BLOCK_SIZE)
 #define WB_MASK			(WB_BS - 1)
-#define WB_NR_CLASSES		9u		/* 4 KiB .. 1 MiB */
+#define WB_NR_CLASSES		9u		/* buffers of 4 KiB .. 1 MiB */
 #define WB_MAX_WRITE		(WB_BS << (WB_NR_CLASSES - 1))
-#define WB_BIO_BLOCKS		256u		/* 1 MiB per bio */
 #define WB_BATCH_ENTRIES	4096u
 #define WB_FLUSH_ROUNDS		8u		/* batches per flusher turn */
 #define WB_DEFAULT_LIMIT	(64ull << 20)
+#define WB_BIO_FLAGS		(MQ_REQ_COMPLETE_IN_TASK | MQ_REQ_DONTCACHE)
 /* Blocks kept out of reach of write-behind for its own metadata. */
 #define WB_RESERVE_SLACK	1024u
 
@@ -71,16 +71,11 @@ struct wb_entry {
 	struct mqfs_ino *ip;
 	uint64_t off;
 	uint32_t len;
-	uint8_t cls;			/* buffer class */
 	uint8_t state;			/* enum wb_state */
-	uint8_t prio;			/* the writer's I/O priority class */
 	bool convert;			/* has unwritten blocks to mark */
-	int error;
 	void *buf;
 	struct wb_batch *batch;
-	atomic_uint pending;		/* bios in flight */
-	unsigned nbios, cap;
-	struct mq_bio *bios;
+	struct mqfs_bioset set;		/* its bios; their error is its */
 	struct mq_bio bio1;
 };
 
@@ -101,79 +96,20 @@ struct mqfs_wback {
 	pthread_cond_t filled;		/* batches: an entry was filled */
 	struct mq_list_head queue;	/* inodes with work for the flusher */
 	uint64_t limit;			/* dontcache_dirty */
-	uint64_t held;			/* buffer memory: in use + cached */
-	uint64_t in_use;		/* buffers of live entries */
+	struct mqfs_bufpool *pool;	/* the entries' buffers, in @limit */
 	uint64_t dirty;			/* bytes of live entries: their
 					 * blocks are the space promised */
-	void *free_list[WB_NR_CLASSES];	/* cached buffers, linked in place */
 	unsigned active;		/* batches being written */
 	bool stop;
 	pthread_t thread;
 	struct mqfs_wback_stats st;	/* counters (lock) */
 };
 
-/* ---- the buffer pool --------------------------------------------------- */
-
-static unsigned wb_class(uint32_t len)
-{
-	unsigned c = 0;
-
-	while ((WB_BS << c) < len)
-		c++;
-	return c;
-}
-
-static uint64_t wb_class_bytes(unsigned cls)
-{
-	return WB_BS << cls;
-}
-
-/* Give cached buffers back to the C library until @need fits. */
-static void wb_pool_trim_locked(struct mqfs_wback *wb, uint64_t need)
-{
-	for (unsigned c = WB_NR_CLASSES; c-- > 0;) {
-		while (wb->free_list[c] && wb->held + need > wb->limit) {
-			void *p = wb->free_list[c];
-
-			wb->free_list[c] = *(void **)p;
-			free(p);
-			wb->held -= wb_class_bytes(c);
-		}
-	}
-}
-
-/*
- * A buffer for @e, within the bound: 0, -EAGAIN (wait for a drop) or
- * -ENOMEM.  One buffer larger than the whole bound is let through when
- * nothing else is in use, so a tiny bound still makes progress.
- */
-static int wb_buf_get_locked(struct mqfs_wback *wb, struct wb_entry *e)
-{
-	uint64_t need = wb_class_bytes(e->cls);
-	void *p = wb->free_list[e->cls];
-
-	if (p) {
-		wb->free_list[e->cls] = *(void **)p;
-	} else {
-		if (wb->held + need > wb->limit)
-			wb_pool_trim_locked(wb, need);
-		if (wb->held + need > wb->limit && wb->in_use)
-			return -EAGAIN;
-		if (posix_memalign(&p, MQFS_BLOCK_SIZE, (size_t)need))
-			return -ENOMEM;
-		wb->held += need;
-		wb->st.held_peak = MQ_MAX(wb->st.held_peak, wb->held);
-	}
-	wb->in_use += need;
-	e->buf = p;
-	return 0;
-}
+/* ---- the buffers ------------------------------------------------------ */
 
 static void wb_buf_put_locked(struct mqfs_wback *wb, struct wb_entry *e)
 {
-	*(void **)e->buf = wb->free_list[e->cls];
-	wb->free_list[e->cls] = e->buf;
-	wb->in_use -= wb_class_bytes(e->cls);
+	mqfs_bufpool_put(wb->pool, e->buf, e->len);
 	e->buf = NULL;
 	pthread_cond_broadcast(&wb->room);
 }
@@ -230,6 +166,8 @@ static void wb_queue_locked(struct mqfs_wback *wb, struct mqfs_ino *ip)
 
 /* ---- accepting a write ------------------------------------------------- */
 
+static void wb_entry_done(struct mqfs_bioset *s);
+
 static struct wb_entry *wb_entry_new(struct mqfs_ino *ip, uint64_t off,
 				     size_t size)
 {
@@ -240,18 +178,20 @@ static struct wb_entry *wb_entry_new(struct mqfs_ino *ip, uint64_t off,
 	e->ip = ip;
 	e->off = off;
 	e->len = (uint32_t)size;
-	e->cls = (uint8_t)wb_class(e->len);
 	/* The flusher writes it with the priority of the write it holds. */
-	e->prio = (uint8_t)mq_task_prio();
-	e->bios = &e->bio1;
-	e->cap = 1;
+	mqfs_bioset_init(&e->set, &e->bio1, 1, wb_entry_done);
+	e->set.prio_class = (uint8_t)mq_task_prio();
 	return e;
+}
+
+static int wb_entry_error(struct wb_entry *e)
+{
+	return mqfs_bioset_error(&e->set);
 }
 
 static void wb_entry_free(struct wb_entry *e)
 {
-	if (e->bios != &e->bio1)
-		free(e->bios);
+	mqfs_bioset_release(&e->set);
 	free(e);
 }
 
@@ -265,7 +205,8 @@ static int wb_admit_locked(struct mqfs_wback *wb, struct wb_entry *e)
 	if (atomic_load(&wb->fs->free_blocks) <
 	    wb->dirty / WB_BS + blocks + WB_RESERVE_SLACK)
 		return -ENOSPC;
-	while ((err = wb_buf_get_locked(wb, e)) == -EAGAIN) {
+	while ((err = mqfs_bufpool_get(wb->pool, e->len,
+				       &e->buf)) == -EAGAIN) {
 		if (!waited)
 			wb->st.throttled++;
 		waited = true;
@@ -303,7 +244,7 @@ static struct wb_entry *wb_enter_locked(struct mqfs_wback *wb,
 		return NULL;
 	if (old) {			/* a rewrite of pending bytes */
 		old->state = WB_FILLING;
-		old->prio = e->prio;
+		old->set.prio_class = e->set.prio_class;
 		wb_release_locked(wb, e);
 		wb_entry_free(e);
 		return old;
@@ -419,8 +360,9 @@ static unsigned wb_collect(struct mqfs_wback *wb, struct mqfs_ino *ip,
 }
 
 /* Completion worker: the data is on the device (or failed); drop it. */
-static void wb_entry_done(struct wb_entry *e)
+static void wb_entry_done(struct mqfs_bioset *s)
 {
+	struct wb_entry *e = mq_container_of(s, struct wb_entry, set);
 	struct mqfs_wback *wb = e->batch->wb;
 
 	pthread_mutex_lock(&wb->lock);
@@ -429,52 +371,6 @@ static void wb_entry_done(struct wb_entry *e)
 	if (--e->batch->pending == 0)
 		pthread_cond_broadcast(&wb->done);
 	pthread_mutex_unlock(&wb->lock);
-}
-
-static void wb_end_io(struct mq_bio *bio)
-{
-	struct wb_entry *e = bio->private;
-
-	if (bio->status) {
-		int none = 0;
-
-		atomic_compare_exchange_strong((atomic_int *)&e->error, &none,
-					       bio->status);
-	}
-	if (atomic_fetch_sub(&e->pending, 1) == 1)
-		wb_entry_done(e);
-}
-
-/* Bios for @n blocks at @pblk from block @boff of the entry's buffer. */
-static int wb_add_bios(struct wb_entry *e, uint64_t pblk, uint64_t boff,
-		       uint32_t n)
-{
-	while (n) {
-		uint32_t k = MQ_MIN(n, WB_BIO_BLOCKS);
-		struct mq_bio *bio;
-
-		if (e->nbios == e->cap) {
-			struct mq_bio *nb = calloc(2 * e->cap, sizeof(*nb));
-
-			if (!nb)
-				return -ENOMEM;
-			memcpy(nb, e->bios, e->nbios * sizeof(*nb));
-			if (e->bios != &e->bio1)
-				free(e->bios);
-			e->bios = nb;
-			e->cap *= 2;
-		}
-		bio = &e->bios[e->nbios++];
-		mq_bio_init(bio, MQ_OP_WRITE, mqfs_blk_to_sector(pblk),
-			    (char *)e->buf + boff * WB_BS, (uint32_t)(k * WB_BS),
-			    wb_end_io, e);
-		bio->flags = MQ_REQ_COMPLETE_IN_TASK | MQ_REQ_DONTCACHE;
-		bio->prio_class = e->prio;
-		pblk += k;
-		boff += k;
-		n -= k;
-	}
-	return 0;
 }
 
 /* A handle in which one more extent change fits. */
@@ -563,7 +459,9 @@ static int wb_plan_entry(struct wb_tx *t, struct mqfs_ino *ip,
 			m.unwritten = true;
 		}
 		if (!err)
-			err = wb_add_bios(e, m.pblk, i, m.len);
+			err = mqfs_bioset_add(&e->set, MQ_OP_WRITE, m.pblk,
+					      (char *)e->buf + i * WB_BS,
+					      m.len, WB_BIO_FLAGS);
 		if (err)
 			return err;
 		e->convert |= m.unwritten;
@@ -582,18 +480,16 @@ static void wb_plan(struct mqfs_fs *fs, struct mqfs_ino *ip,
 	int err;
 
 	for (struct wb_entry *e = b->head; e; e = e->next) {
-		e->error = mqfs_fs_writable(fs);
-		if (!e->error)
-			e->error = wb_plan_entry(&t, ip, e, &goal);
-		if (e->error)
-			e->nbios = 0;
+		err = mqfs_fs_writable(fs);
+		if (!err)
+			err = wb_plan_entry(&t, ip, e, &goal);
+		if (err)
+			mqfs_bioset_fail(&e->set, err);
 	}
 	err = wb_tx_stop(&t);
 	for (struct wb_entry *e = b->head; err && e; e = e->next)
-		if (!e->error) {
-			e->error = err;
-			e->nbios = 0;
-		}
+		if (!wb_entry_error(e))
+			mqfs_bioset_fail(&e->set, err);
 }
 
 /* Send every planned bio in one plug; failed entries drop at once. */
@@ -603,19 +499,11 @@ static void wb_submit(struct mqfs_fs *fs, struct wb_batch *b)
 	unsigned n = 0;
 
 	for (struct wb_entry *e = b->head; e; e = e->next)
-		n += e->nbios;
+		n += e->set.nbios;
 	mq_start_plug(&plug, n);
 	for (struct wb_entry *e = b->head, *next; e; e = next) {
-		unsigned nb = e->nbios;
-
-		next = e->next;
-		if (!nb) {
-			wb_entry_done(e);
-			continue;
-		}
-		atomic_store(&e->pending, nb);
-		for (unsigned i = 0; i < nb; i++)
-			mq_submit_bio(fs->q, &e->bios[i]);
+		next = e->next;		/* @e may be dropped at once */
+		mqfs_bioset_submit(fs->q, &e->set);
 	}
 	mq_finish_plug(&plug);
 }
@@ -675,10 +563,10 @@ static int wb_finish(struct mqfs_fs *fs, struct mqfs_ino *ip,
 		uint64_t start = e->off, stop = e->off + e->len;
 
 		end = MQ_MAX(end, stop);
-		if (e->error || !e->convert)
+		if (wb_entry_error(e) || !e->convert)
 			continue;
-		while (e->next && !e->next->error && e->next->convert &&
-		       e->next->off == stop) {
+		while (e->next && !wb_entry_error(e->next) &&
+		       e->next->convert && e->next->off == stop) {
 			e = e->next;
 			stop = e->off + e->len;
 		}
@@ -687,7 +575,7 @@ static int wb_finish(struct mqfs_fs *fs, struct mqfs_ino *ip,
 	}
 	/* Every data handle has a credit for the inode; else one of its own. */
 	if (!err && !t.open) {
-		err = mqfs_trans_start(fs, 1, &t.h);
+		err = mqfs_trans_start(fs, MQFS_CREDITS_INODE, &t.h);
 		t.open = !err;
 	}
 	if (!err) {
@@ -708,7 +596,7 @@ static void wb_retire(struct mqfs_wback *wb, struct mqfs_ino *ip,
 	for (e = b->head; e; e = next) {
 		next = e->next;
 		if (!ip->wb.error)
-			ip->wb.error = e->error ? e->error : err;
+			ip->wb.error = wb_entry_error(e) ?: err;
 		mq_rb_erase(&e->node, &ip->wb.entries);
 		ip->wb.nentries--;
 		wb_release_locked(wb, e);
@@ -903,11 +791,21 @@ int mqfs_wback_take_error(struct mqfs_fs *fs, struct mqfs_ino *ip)
 int mqfs_wback_create(struct mqfs_fs *fs, uint64_t limit_bytes)
 {
 	struct mqfs_wback *wb = calloc(1, sizeof(*wb));
+	struct mqfs_bufpool_cfg pool = {
+		.min_shift = MQFS_BLOCK_SHIFT, .nr_classes = WB_NR_CLASSES,
+	};
+	int err;
 
 	if (!wb)
 		return -ENOMEM;
 	wb->fs = fs;
 	wb->limit = limit_bytes ? limit_bytes : WB_DEFAULT_LIMIT;
+	pool.limit = pool.cache_max = wb->limit;
+	err = mqfs_bufpool_create(&pool, &wb->pool);
+	if (err) {
+		free(wb);
+		return err;
+	}
 	pthread_mutex_init(&wb->lock, NULL);
 	pthread_cond_init(&wb->work, NULL);
 	pthread_cond_init(&wb->room, NULL);
@@ -918,6 +816,7 @@ int mqfs_wback_create(struct mqfs_fs *fs, uint64_t limit_bytes)
 	fs->wback = wb;
 	if (pthread_create(&wb->thread, NULL, wb_flusher, wb)) {
 		fs->wback = NULL;
+		mqfs_bufpool_destroy(wb->pool);
 		free(wb);
 		return -EAGAIN;
 	}
@@ -935,10 +834,8 @@ void mqfs_wback_destroy(struct mqfs_fs *fs)
 	pthread_cond_signal(&wb->work);
 	pthread_mutex_unlock(&wb->lock);
 	pthread_join(wb->thread, NULL);
-	MQ_ASSERT(!wb->in_use && !wb->active && !wb->dirty);
-	wb->limit = 0;
-	wb_pool_trim_locked(wb, 1);
-	MQ_ASSERT(!wb->held);
+	MQ_ASSERT(!wb->active && !wb->dirty);
+	mqfs_bufpool_destroy(wb->pool);
 	pthread_cond_destroy(&wb->filled);
 	pthread_cond_destroy(&wb->idle);
 	pthread_cond_destroy(&wb->done);
@@ -952,11 +849,14 @@ void mqfs_wback_destroy(struct mqfs_fs *fs)
 void mqfs_get_wback_stats(struct mqfs_fs *fs, struct mqfs_wback_stats *out)
 {
 	struct mqfs_wback *wb = fs->wback;
+	struct mqfs_bufpool_stats bp;
 
+	mqfs_bufpool_stats(wb->pool, &bp);
 	pthread_mutex_lock(&wb->lock);
 	*out = wb->st;
 	out->dirty_bytes = wb->dirty;
 	out->dirty_limit = wb->limit;
-	out->held_bytes = wb->held;
+	out->held_bytes = bp.held;
+	out->held_peak = bp.held_peak;
 	pthread_mutex_unlock(&wb->lock);
 }

@@ -434,8 +434,6 @@ bool mqfs_xattr_has_caps(struct mqfs_fs *fs, struct mqfs_ino *ip)
 static int xa_done(struct mqfs_handle *h, struct mqfs_ino *ip, int err,
 		   const char *name, bool removed, enum mqfs_cache_mode policy)
 {
-	int err2;
-
 	if (!err && xa_is_policy(name))
 		atomic_store(&ip->policy, (uint8_t)(policy + 1));
 	if (!err && xa_is_caps(name))
@@ -446,8 +444,7 @@ static int xa_done(struct mqfs_handle *h, struct mqfs_ino *ip, int err,
 		mqfs_touch(ip, false, false, true);
 		err = mqfs_inode_dirty(h, ip);
 	}
-	err2 = mqfs_trans_stop(h);
-	return err ? err : err2;
+	return mqfs_trans_finish(h, err);
 }
 
 /* ---- set ----------------------------------------------------------------- */
