@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * complete_task.c - completion in task context with delayed batching
- * (the kernel's 2026 BIO_COMPLETE_IN_TASK work for dontcache writeback).
+ * (the kernel's BIO_COMPLETE_IN_TASK for dontcache writeback: commit
+ * 77e73fa61b38, "block: add task-context bio completion infrastructure",
+ * 2026).
  *
  * Some end_io work must not run where completions are reaped: dropping
  * write-behind buffers, extent and size updates, journal bookkeeping.  A

@@ -443,8 +443,13 @@ void mq_issue_list(struct mq_hw_queue *hctx, struct mq_rq_list *list)
 /*
  * Elevator path: insert the batch under one hold of the elevator lock,
  * free what merged at insert, then run the queue - synchronously from the
- * inserting thread unless the queue is busy (the 2026 fix: punting every
- * run to a worker cost one context switch per I/O).
+ * inserting thread unless the queue is busy: punting every run to a worker
+ * cost one context switch per I/O.  The kernel's unplugged inserts did so
+ * after commit 9cbbac29d752 ("block: Remove redundant plug in
+ * __submit_bio()"); the 2026 patch "blk-mq: run the hw queue synchronously
+ * for unplugged scheduler inserts" (Message-ID
+ * 20260930-bug-blk-mq-noplug-sched-dispatch-v1-1-ff1e49e52b00@gmail.com)
+ * runs them synchronously; no merged commit of it was found.
  */
 void mq_insert_requests(struct mq_hw_queue *hctx, struct mq_rq_list *list,
 			bool at_head, bool run_async)

@@ -10,8 +10,10 @@
  *
  * Flush paths, as blk_mq_flush_plug_list(): no elevator and one queue ->
  * the whole batch to the driver with one doorbell; no elevator and several
- * queues -> split per queue and batch each (the 2025 medium path); with an
- * elevator -> insert the batch, then run the queue from this thread.
+ * queues -> split per queue and batch each (the kernel's path since commit
+ * 9712c57ec111, "block: avoid hctx spinlock for plug with multiple
+ * queues", 2025); with an elevator -> insert the batch, then run the queue
+ * from this thread.
  * Nested plugs do not start a batch of their own: the outermost owns the
  * thread.  But the inner caller is the one that knows how many requests
  * it will issue, so while the plug has no requests cached its hint is

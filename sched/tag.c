@@ -11,8 +11,9 @@
  *
  * A plug that knows it needs N requests allocates them in batches into
  * its request cache, looping over bitmap words until it has N or none are
- * free (the 2025 "allocate multiple times" fix).  A shallow (throttled)
- * allocation never batches, as blk_mq_get_tags() refuses it.
+ * free, as the kernel does since commit 152c331bcd80 ("block: plug
+ * attempts to batch allocate tags multiple times", 2025).  A shallow
+ * (throttled) allocation never batches, as blk_mq_get_tags() refuses it.
  */
 #include <errno.h>
 #include <limits.h>

@@ -9,9 +9,12 @@
  * ordering (front-merge lookup, neighbours, dispatch order).
  *
  * Locking: the core takes e->lock once around insert, dispatch and merge
- * calls (the 6.18 kernel's single elevator lock) and may call
- * dispatch_request several times under one hold.  Each op's comment says
- * whether the lock is held.
+ * calls and may call dispatch_request several times under one hold, as
+ * Yu Kuai's 2025 series "blk-mq-sched: support request batch dispatching
+ * for sq elevator" proposes (Message-ID
+ * 20250908092007.3796967-1-yukuai1@huaweicloud.com; no merged commit of
+ * it was found, and the kernel's struct elevator_queue has no such lock).
+ * Each op's comment says whether the lock is held.
  */
 #ifndef MQFS_ELEVATOR_H
 #define MQFS_ELEVATOR_H

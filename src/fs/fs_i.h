@@ -4,7 +4,7 @@
  * its modules (src/fs).  One section per module; each .c file implements
  * exactly its section.
  *
- * Lock order (DESIGN.md §fs-locks), outermost first:
+ * Lock order (DESIGN.md §16), outermost first:
  *   inode rwlocks (ascending inode number)
  *   -> transaction handle (journal commit rwlock, shared)
  *   -> AG lock -> inode-cache lock -> buffer lock -> buffer-cache lock.

@@ -35,7 +35,7 @@
  * vocabulary; the option names and the help come from that table.
  */
 #define MQFS_MAX_TUNABLES	16
-/* Defaults of fuse_bufs= and bdi_max_ratio= (DESIGN.md: how measured). */
+/* Defaults of fuse_bufs= and bdi_max_ratio= (DESIGN.md §17, A.13). */
 #define MQFS_DEFAULT_FUSE_BUFS		64
 #define MQFS_DEFAULT_BDI_MAX_RATIO	50
 

@@ -44,7 +44,7 @@ static uint64_t init_want(const struct mqfs_daemon *d)
 	return want;
 }
 
-/* The kernel's offer: flags, and flags2 above bit 31 since 7.36. */
+/* The kernel's offer: flags, and flags2 above bit 31 since 7.36 (proto.h). */
 static uint64_t init_offered(const struct mqfs_req *r)
 {
 	const struct fuse_init_in *in = r->m.arg;

@@ -17,10 +17,17 @@
 
 /* The minor mqfs answers INIT with (the kernel uses the smaller one). */
 #define MQFS_FUSE_MINOR		45
-/* Oldest kernel minor served: FUSE_INIT_EXT (flags2) came in 7.36. */
+/*
+ * Oldest kernel minor served: FUSE_INIT_EXT (flags2) came in 7.36, commit
+ * 53db28933e95 ("fuse: extend init flags").
+ */
 #define MQFS_FUSE_MINOR_MIN	36
 
-/* 7.39: shared mmap of FOPEN_DIRECT_IO files (page cache for the map). */
+/*
+ * 7.39: shared mmap of FOPEN_DIRECT_IO files (page cache for the map);
+ * commit e78662e818f9 ("fuse: add a new fuse init flag to relax
+ * restrictions in no cache mode") named it FUSE_DIRECT_IO_RELAX.
+ */
 #ifndef FUSE_DIRECT_IO_ALLOW_MMAP
 #define FUSE_DIRECT_IO_ALLOW_MMAP	(1ULL << 36)
 #endif
@@ -29,7 +36,10 @@
 #define FUSE_OVER_IO_URING		(1ULL << 41)
 #endif
 
-/* Opcodes after 7.38, for the names in -d output (served as ENOSYS). */
+/*
+ * Opcodes after 7.38, for the names in -d output (served as ENOSYS).
+ * FUSE_STATX: commit ba58a37c2847 ("fuse: add STATX request").
+ */
 enum {
 	MQFS_FUSE_STATX			= 52,	/* 7.39 */
 	MQFS_FUSE_COPY_FILE_RANGE_64	= 53,	/* 7.45 */
@@ -38,7 +48,8 @@ enum {
 
 /*
  * fuse_init_out as of 7.43: 7.40 took the first unused word for
- * max_stack_depth (passthrough), 7.43 the next half for request_timeout.
+ * max_stack_depth (passthrough; commit 7dc4e97a4f9a, "fuse: introduce
+ * FUSE_PASSTHROUGH capability"), 7.43 the next half for request_timeout.
  * mqfs sets neither; the layout keeps the reply's size honest.
  */
 struct mqfs_fuse_init_out {

@@ -16,7 +16,11 @@
 #include <pthread.h>
 #include <liburing.h>
 
-/* Uncached buffered I/O (Linux 6.14); glibc 2.36's headers lack it. */
+/*
+ * Uncached buffered I/O (Linux 6.14, commit af6505e5745b: "fs: add
+ * RWF_DONTCACHE iocb and FOP_DONTCACHE file_operations flag"); glibc
+ * 2.36's headers lack it.
+ */
 #ifndef RWF_DONTCACHE
 #define RWF_DONTCACHE	0x00000080
 #endif

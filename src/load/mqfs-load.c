@@ -5,7 +5,8 @@
  * and the report, as text or one JSON object.  The I/O is in run.c.
  *
  * Why a loader of our own: Debian 12's fio 3.33 cannot send RWF_DONTCACHE
- * (its "uncached" is the old 0x40, RWF_ATOMIC on current kernels), and
+ * (its "uncached" is the old 0x40, RWF_ATOMIC since Linux 6.11, commit
+ * c34fc6f26ab8 "fs: Initial atomic write support"), and
  * ext4's RWF_DONTCACHE is the reference mqfs's cache=dontcache is judged by.
  */
 #include <errno.h>
