@@ -310,13 +310,15 @@ uint32_t mq_queue_logical_block_size(const struct mq_queue *q)
 					      : MQ_SECTOR_SIZE;
 }
 
-static struct mq_hw_queue *hctx_alloc(struct mq_queue *q, unsigned index)
+static int hctx_alloc(struct mq_queue *q, unsigned index,
+		      struct mq_hw_queue **out)
 {
 	struct mq_hw_queue *hctx = aligned_alloc(MQ_CACHELINE,
 				MQ_ALIGN_UP(sizeof(*hctx), (size_t)MQ_CACHELINE));
+	int err = -ENOMEM;
 
 	if (!hctx)
-		return NULL;
+		return -ENOMEM;
 	memset(hctx, 0, sizeof(*hctx));
 	hctx->q = q;
 	hctx->index = index;
@@ -325,14 +327,18 @@ static struct mq_hw_queue *hctx_alloc(struct mq_queue *q, unsigned index)
 	hctx->tags = mq_tags_alloc(q->queue_depth, q->dev->rq_pdu_size);
 	if (!hctx->tags)
 		goto err_free;
-	if (q->dev->ops->queue_init(q->dev, index, &hctx->driver_data))
+	err = q->dev->ops->queue_init(q->dev, index, &hctx->driver_data);
+	if (err)
 		goto err_tags;
-	if (mq_hctx_worker_start(hctx))
+	err = mq_hctx_worker_start(hctx);
+	if (err)
 		goto err_exit;
 	hctx->task = mq_task_worker_start(hctx);
+	err = -ENOMEM;
 	if (!hctx->task)
 		goto err_worker;
-	return hctx;
+	*out = hctx;
+	return 0;
 err_worker:
 	mq_hctx_worker_stop(hctx);
 err_exit:
@@ -342,7 +348,7 @@ err_tags:
 err_free:
 	pthread_mutex_destroy(&hctx->lock);
 	free(hctx);
-	return NULL;
+	return err < 0 ? err : -EIO;
 }
 
 static void hctx_free(struct mq_hw_queue *hctx)
@@ -400,20 +406,25 @@ static void queue_map_ctxs(struct mq_queue *q)
 	}
 }
 
-struct mq_queue *mq_queue_create(struct mq_dev *dev,
-				 const struct mq_queue_config *cfg)
+int mq_queue_create(struct mq_dev *dev, const struct mq_queue_config *cfg,
+		    struct mq_queue **out)
 {
 	const struct mq_elevator_type *t;
 	struct mq_queue *q;
 	unsigned i;
+	int err;
 
-	if (mq_dev_check_ops(dev) ||
-	    elv_lookup(cfg->elevator ? cfg->elevator : "mq-deadline", &t))
-		return NULL;
+	*out = NULL;
+	err = mq_dev_check_ops(dev);
+	if (!err)
+		err = elv_lookup(cfg->elevator ? cfg->elevator : "mq-deadline",
+				 &t);
+	if (err)
+		return err;
 	q = aligned_alloc(MQ_CACHELINE,
 			  MQ_ALIGN_UP(sizeof(*q), (size_t)MQ_CACHELINE));
 	if (!q)
-		return NULL;
+		return -ENOMEM;
 	memset(q, 0, sizeof(*q));
 	q->dev = dev;
 	q->cfg = *cfg;
@@ -425,19 +436,21 @@ struct mq_queue *mq_queue_create(struct mq_dev *dev,
 	pthread_mutex_init(&q->attr_lock, NULL);
 	pthread_cond_init(&q->freeze_cond, NULL);
 	for (i = 0; i < q->nr_hw_queues; i++) {
-		q->hctxs[i] = hctx_alloc(q, i);
-		if (!q->hctxs[i])
+		err = hctx_alloc(q, i, &q->hctxs[i]);
+		if (err)
 			goto err;
 	}
 	queue_map_ctxs(q);
-	if (elv_attach(q, t))
+	err = elv_attach(q, t);
+	if (err)
 		goto err;
-	return q;
+	*out = q;
+	return 0;
 err:
 	while (i-- > 0)
 		hctx_free(q->hctxs[i]);
 	free(q);
-	return NULL;
+	return err;
 }
 
 void mq_queue_destroy(struct mq_queue *q)

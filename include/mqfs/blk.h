@@ -269,11 +269,12 @@ struct mq_queue_config {
 
 struct mq_dev;
 /*
- * Create a queue on @dev; NULL on failure (bad elevator name, memory, a
- * polled device whose driver has no poll).
+ * Create a queue on @dev in *@out: 0, -EINVAL (an unknown elevator, a
+ * driver whose ops miss a method or a polled device without poll),
+ * -ENOMEM, or the driver's queue_init error.
  */
-struct mq_queue *mq_queue_create(struct mq_dev *dev,
-				 const struct mq_queue_config *cfg);
+int mq_queue_create(struct mq_dev *dev, const struct mq_queue_config *cfg,
+		    struct mq_queue **out);
 /* Destroy: all I/O must have completed; checks every balance counter. */
 void mq_queue_destroy(struct mq_queue *q);
 void mq_submit_bio(struct mq_queue *q, struct mq_bio *bio);

@@ -734,37 +734,43 @@ static int fault_start_threads(struct fault_dev *fd)
 	return fd->latency_ns && !fd->timer_running ? -EAGAIN : 0;
 }
 
-struct mq_dev *mq_fault_open(struct mq_dev *lower,
-			     const struct mq_fault_config *cfg)
+int mq_fault_open(struct mq_dev *lower, const struct mq_fault_config *cfg,
+		  struct mq_dev **out)
 {
 	struct mq_queue_config qc = { .elevator = "none", .no_merges = true };
 	struct fault_dev *fd;
+	int err;
 
+	*out = NULL;
 	if (!lower || !cfg || fault_check_rules(cfg)) {
 		fprintf(stderr, "mqfs: fault: invalid configuration\n");
-		return NULL;
+		return -EINVAL;
 	}
 	if (lower->polled) {
 		/* Its clones would complete only if our worker polled. */
 		fprintf(stderr, "mqfs: fault: %s is a polled (caller-reaped) "
 			"device: not supported below a fault device\n",
 			lower->name);
-		return NULL;
+		return -EINVAL;
 	}
 	fd = calloc(1, sizeof(*fd));
 	if (!fd)
-		return NULL;
+		return -ENOMEM;
 	fault_init_locks(fd);
 	fault_setup(fd, lower, cfg);
-	fd->lq = mq_queue_create(lower, &qc);
-	if (!fd->lq || fault_start_threads(fd)) {
-		fprintf(stderr, "mqfs: %s: cannot start\n", fd->dev.name);
+	err = mq_queue_create(lower, &qc, &fd->lq);
+	if (!err)
+		err = fault_start_threads(fd);
+	if (err) {
+		fprintf(stderr, "mqfs: %s: cannot start: %s\n", fd->dev.name,
+			strerror(-err));
 		if (fd->lq)
 			mq_queue_destroy(fd->lq);
 		fault_free(fd);
-		return NULL;
+		return err;
 	}
-	return &fd->dev;
+	*out = &fd->dev;
+	return 0;
 }
 
 int mq_fault_set_eio(struct mq_dev *dev, const struct mq_fault_config *cfg)

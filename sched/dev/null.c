@@ -258,13 +258,15 @@ static void null_set_geometry(struct null_dev *nd)
 	};
 }
 
-struct mq_dev *mq_null_open(const struct mq_null_config *cfg)
+int mq_null_open(const struct mq_null_config *cfg, struct mq_dev **out)
 {
 	struct null_dev *nd = calloc(1, sizeof(*nd));
 	pthread_condattr_t ca;
+	int err;
 
+	*out = NULL;
 	if (!nd)
-		return NULL;
+		return -ENOMEM;
 	nd->cfg = *cfg;
 	nd->dev.ops = &null_ops;
 	nd->dev.rq_pdu_size = sizeof(struct null_cmd);
@@ -277,11 +279,13 @@ struct mq_dev *mq_null_open(const struct mq_null_config *cfg)
 	pthread_cond_init(&nd->cond, &ca);
 	pthread_condattr_destroy(&ca);
 	if (nd->cfg.irqmode == MQ_NULL_IRQ_TIMER) {
-		if (pthread_create(&nd->timer, NULL, null_timer_main, nd)) {
+		err = -pthread_create(&nd->timer, NULL, null_timer_main, nd);
+		if (err) {
 			null_close(&nd->dev);
-			return NULL;
+			return err;
 		}
 		nd->timer_running = true;
 	}
-	return &nd->dev;
+	*out = &nd->dev;
+	return 0;
 }

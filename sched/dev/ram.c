@@ -103,16 +103,18 @@ static const struct mq_dev_ops ram_ops = {
 	.close = ram_close,
 };
 
-struct mq_dev *mq_ram_open(uint64_t size_bytes, unsigned queue_depth)
+int mq_ram_open(uint64_t size_bytes, unsigned queue_depth,
+		struct mq_dev **out)
 {
 	struct ram_dev *rd = calloc(1, sizeof(*rd));
 
+	*out = NULL;
 	if (!rd)
-		return NULL;
+		return -ENOMEM;
 	rd->data = calloc(1, size_bytes);
 	if (!rd->data) {
 		free(rd);
-		return NULL;
+		return -ENOMEM;
 	}
 	rd->dev.ops = &ram_ops;
 	snprintf(rd->dev.name, sizeof(rd->dev.name), "ram");
@@ -123,7 +125,8 @@ struct mq_dev *mq_ram_open(uint64_t size_bytes, unsigned queue_depth)
 		.queue_depth = queue_depth ? queue_depth : 64,
 		.flush = true, .discard = true, .write_zeroes = true,
 	};
-	return &rd->dev;
+	*out = &rd->dev;
+	return 0;
 }
 
 void *mq_ram_data(struct mq_dev *dev)

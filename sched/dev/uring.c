@@ -781,17 +781,16 @@ static int uring_check_config(struct uring_dev *ud)
 	return 0;
 }
 
-struct mq_dev *mq_uring_open(const char *path, const struct mq_uring_config *cfg,
-			     int *err)
+int mq_uring_open(const char *path, const struct mq_uring_config *cfg,
+		  struct mq_dev **out)
 {
 	struct uring_dev *ud = calloc(1, sizeof(*ud));
 	bool is_bdev = false;
 	int ret;
 
-	if (!ud) {
-		*err = -ENOMEM;
-		return NULL;
-	}
+	*out = NULL;
+	if (!ud)
+		return -ENOMEM;
 	ud->cfg = *cfg;
 	if (!ud->cfg.queue_depth)
 		ud->cfg.queue_depth = 128;
@@ -817,11 +816,11 @@ struct mq_dev *mq_uring_open(const char *path, const struct mq_uring_config *cfg
 		ret = -ENOMEM;
 		goto err_close;
 	}
-	return &ud->dev;
+	*out = &ud->dev;
+	return 0;
 err_close:
 	close(ud->fd);
 err_free:
 	free(ud);
-	*err = ret;
-	return NULL;
+	return ret;
 }

@@ -302,20 +302,24 @@ static int bench_register_bufs(struct bench *b)
 }
 
 /* A ram or null device: @dev, or a message when it could not be made. */
-static struct mq_dev *bench_made(struct mq_dev *dev, const char *what)
+static struct mq_dev *bench_made(int err, struct mq_dev *dev,
+				 const char *what)
 {
-	if (!dev)
-		fprintf(stderr, "mqfs-bench: cannot create the %s device\n",
-			what);
+	if (err)
+		fprintf(stderr, "mqfs-bench: cannot create the %s device: "
+			"%s\n", what, strerror(-err));
 	return dev;
 }
 
 static struct mq_dev *bench_open_dev(struct bench_opts *o)
 {
+	struct mq_dev *dev;
+
 	if (!strcmp(o->dev, "ram")) {
 		if (!o->size)
 			o->size = 256u << 20;
-		return bench_made(mq_ram_open(o->size, o->dev_qd), "ram");
+		return bench_made(mq_ram_open(o->size, o->dev_qd, &dev), dev,
+				  "ram");
 	}
 	if (!strcmp(o->dev, "null")) {
 		struct mq_null_config nc = {
@@ -326,17 +330,16 @@ static struct mq_dev *bench_open_dev(struct bench_opts *o)
 
 		if (!o->size)
 			o->size = 1ull << 30;
-		return bench_made(mq_null_open(&nc), "null");
+		return bench_made(mq_null_open(&nc, &dev), dev, "null");
 	}
 	struct mq_uring_config uc = { .queue_depth = o->dev_qd,
 				      .sqpoll = o->sqpoll,
 				      .caller_reap = o->poll,
 				      .exclusive = true };
-	struct mq_dev *dev;
 	int err;
 
-	dev = mq_uring_open(o->dev, &uc, &err);
-	if (!dev) {
+	err = mq_uring_open(o->dev, &uc, &dev);
+	if (err) {
 		fprintf(stderr, "mqfs-bench: cannot open device %s: %s%s\n",
 			o->dev, strerror(-err), mq_uring_open_hint(err));
 		return NULL;
@@ -371,18 +374,19 @@ static int bench_open(struct bench *b)
 		.single_tag_alloc = o->single_tag, .no_merges = o->nomerges,
 	};
 	char delay[32];
+	int err;
 
 	b->dev = bench_open_dev(&b->o);
 	if (!b->dev)
 		return -ENODEV;		/* said why */
 	if (bench_jobs_alloc(b) || (o->fixedbufs && bench_register_bufs(b)))
 		return -ENOMEM;
-	b->q = mq_queue_create(b->dev, &qc);
-	if (!b->q) {
-		fprintf(stderr, "mqfs-bench: cannot create queue (scheduler '%s')\n",
-			o->sched);
+	err = mq_queue_create(b->dev, &qc, &b->q);
+	if (err) {
+		fprintf(stderr, "mqfs-bench: cannot create queue (scheduler "
+			"'%s'): %s\n", o->sched, strerror(-err));
 		mq_dev_close(b->dev);
-		return -EINVAL;
+		return err;
 	}
 	bench_check_queues(b);
 	snprintf(delay, sizeof(delay), "%u", o->complete_delay_us);

@@ -152,7 +152,8 @@ void mqfs_ra_start(struct mqfs_fs *fs, struct mqfs_file *f,
 }
 
 /*
- * Answer from @w if it is current: bytes answered, or -1.  No inode lock
+ * Answer from @w if it is current: bytes answered, or -ESTALE (the data
+ * changed since the window was read: the caller reads).  No inode lock
  * (ra->lock is held, and the reaper may need it while the holder of the
  * inode lock waits for I/O): the window was clipped at EOF when it was
  * read, and the generation says nothing changed since - a truncate
@@ -165,7 +166,7 @@ static ssize_t ra_answer(struct mqfs_ra_win *w, struct mqfs_ino *ip,
 	ssize_t n;
 
 	if (w->gen != atomic_load(&ip->data_gen))
-		return -1;
+		return -ESTALE;
 	n = (ssize_t)(MQ_MIN(off + size, w->off + w->len) - off);
 	done(arg, w->data + (off - w->off), n);
 	return n;
@@ -187,7 +188,7 @@ bool mqfs_ra_serve(struct mqfs_fs *fs, struct mqfs_file *f, uint64_t off,
 {
 	struct mqfs_ra *ra = &f->ra;
 	struct mqfs_ra_win *w, *next = NULL;
-	ssize_t n = -1;
+	ssize_t n = -ENOENT;	/* no window */
 
 	pthread_mutex_lock(&ra->lock);
 	w = ra_wait(ra, off, size);

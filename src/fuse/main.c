@@ -54,16 +54,16 @@ static int run_open_device(struct mqfs_run *r)
 
 	r->cfg.uring.exclusive = true;
 	r->cfg.uring.lock_wait_ms = RUN_LOCK_WAIT_MS;
-	r->dev = mq_uring_open(dev, &r->cfg.uring, &ret);
-	if (!r->dev && r->cfg.mount.readonly &&
+	ret = mq_uring_open(dev, &r->cfg.uring, &r->dev);
+	if (ret && r->cfg.mount.readonly &&
 	    (ret == -EROFS || ret == -EACCES || ret == -EPERM)) {
 		r->cfg.uring.readonly = true;
-		r->dev = mq_uring_open(dev, &r->cfg.uring, &ret);
+		ret = mq_uring_open(dev, &r->cfg.uring, &r->dev);
 	}
-	if (!r->dev)
+	if (ret)
 		fprintf(stderr, "mqfs: cannot open %s: %s%s\n", dev,
 			strerror(-ret), mq_uring_open_hint(ret));
-	return r->dev ? 0 : ret;
+	return ret;
 }
 
 /*
@@ -112,11 +112,12 @@ static int run_open(struct mqfs_run *r)
 	ret = run_engine(r);
 	if (ret)
 		return ret;
-	r->q = mq_queue_create(r->dev, &r->cfg.queue);
-	if (!r->q) {
+	ret = mq_queue_create(r->dev, &r->cfg.queue, &r->q);
+	if (ret) {
 		fprintf(stderr, "mqfs: %s: cannot create the I/O queue "
-			"(sched=%s)\n", dev, r->cfg.queue.elevator);
-		return -ENOMEM;
+			"(sched=%s): %s\n", dev, r->cfg.queue.elevator,
+			strerror(-ret));
+		return ret;
 	}
 	ret = mqfs_config_tune_queue(&r->cfg, r->q);
 	if (ret)

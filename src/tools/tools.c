@@ -63,9 +63,8 @@ int tool_open(const char *prog, const char *path, enum tool_access access,
 	int err = 0;
 
 	td->q = NULL;
-	td->dev = mq_uring_open(path, &uc, &err);
-	if (!td->dev) {
-		err = err ? err : -ENODEV;
+	err = mq_uring_open(path, &uc, &td->dev);
+	if (err) {
 		fprintf(stderr, "%s: cannot open %s: %s%s\n", prog, path,
 			strerror(-err), mq_uring_open_hint(err));
 		return err;
@@ -74,13 +73,13 @@ int tool_open(const char *prog, const char *path, enum tool_access access,
 		fprintf(stderr, "%s: warning: %s is mounted (in use): it "
 			"changes while it is read, the answer may be stale\n",
 			prog, path);
-	td->q = mq_queue_create(td->dev, &qc);
-	if (!td->q) {
-		fprintf(stderr, "%s: %s: cannot create the I/O queue\n", prog,
-			path);
+	err = mq_queue_create(td->dev, &qc, &td->q);
+	if (err) {
+		fprintf(stderr, "%s: %s: cannot create the I/O queue: %s\n",
+			prog, path, strerror(-err));
 		mq_dev_close(td->dev);
 		td->dev = NULL;
-		return -ENOMEM;
+		return err;
 	}
 	return 0;
 }

@@ -43,8 +43,7 @@ static int fz_mkdev(struct mq_queue **q)
 {
 	struct mq_queue_config cfg = { .elevator = "none" };
 
-	*q = mq_queue_create(fz_ram, &cfg);
-	return *q ? 0 : -ENOMEM;
+	return mq_queue_create(fz_ram, &cfg, q);
 }
 
 /* ---- the parsers --------------------------------------------------------- */
@@ -187,8 +186,7 @@ static void fz_make(void)
 	struct mq_queue *q;
 	char name[32];
 
-	fz_ram = mq_ram_open(FZ_BYTES, 64);
-	if (!fz_ram || fz_mkdev(&q) || mqfs_mkfs(q, &mk, NULL) ||
+	if (mq_ram_open(FZ_BYTES, 64, &fz_ram) || fz_mkdev(&q) || mqfs_mkfs(q, &mk, NULL) ||
 	    mqfs_mount(q, &mo, &fs))
 		abort();
 	for (size_t i = 0; i < sizeof(data); i++)

@@ -47,7 +47,7 @@ UNIT_LDADD = $(CORE_LIBS) $(CHECK_LIBS)
 FS_UNIT_CFLAGS = $(UNIT_CFLAGS) -I$(top_srcdir)/src/fs
 EXTRA_DIST += tests/unit/t_util.h tests/unit/t_uring.h tests/unit/t_main.h \
 	tests/unit/t_fs.h tests/unit/t_fs_double.h tests/unit/t_fsio.h \
-	tests/unit/t_jforge.h
+	tests/unit/t_jforge.h tests/unit/t_dev.h
 
 tests_unit_test_rbtree_CFLAGS = $(UNIT_CFLAGS)
 tests_unit_test_rbtree_LDADD = $(UNIT_LDADD)

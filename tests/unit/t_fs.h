@@ -24,6 +24,7 @@
 #include "mqfs/mq_dev.h"
 #include "mqfs/dev/fault.h"
 #include "mqfs/dev/ram.h"
+#include "t_dev.h"
 
 #define T_FS_MIB	(1024ull * 1024)
 #define T_FS_AG_BLOCKS	1024u	/* small AGs: tests see several of them */
@@ -44,7 +45,7 @@ static inline struct mq_queue *t_fs_queue_elv(struct mq_dev *dev,
 {
 	struct mq_queue_config cfg = { .elevator = elevator ? elevator
 							    : "none" };
-	struct mq_queue *q = mq_queue_create(dev, &cfg);
+	struct mq_queue *q = t_queue_new(dev, &cfg);
 
 	ck_assert_msg(q != NULL, "t_fs: queue");
 	return q;
@@ -62,7 +63,7 @@ static inline void t_fs_open_queue(struct t_fs *t, bool crashable)
 					      .seed = t->fault_seed ?
 						      t->fault_seed : 1 };
 
-		t->fault = mq_fault_open(t->ram, &fc);
+		t->fault = t_dev_fault(t->ram, &fc);
 		ck_assert_msg(t->fault != NULL, "t_fs: fault device");
 		t->q = t_fs_queue_elv(t->fault, t->elevator);
 	} else {
@@ -102,7 +103,7 @@ static inline void t_fs_make_opts(struct t_fs *t, uint64_t size_bytes,
 	int err;
 
 	memset(t, 0, sizeof(*t));
-	t->ram = mq_ram_open(size_bytes, 64);
+	t->ram = t_dev_ram(size_bytes, 64);
 	ck_assert_msg(t->ram != NULL, "t_fs: ram device");
 	t->mkfs.ag_blocks = ag_blocks ? ag_blocks : T_FS_AG_BLOCKS;
 	t->mkfs.now_sec = 1700000000;

@@ -34,6 +34,7 @@
 
 #include "t_util.h"
 #include "mqfs/dev/uring.h"
+#include "t_dev.h"
 
 #define KiB		1024u
 #define MiB		(1024u * 1024u)
@@ -286,7 +287,7 @@ static inline struct mq_dev *ur_open(const char *path,
 				     const struct mq_uring_config *uc)
 {
 	int err = 0;
-	struct mq_dev *dev = mq_uring_open(path, uc, &err);
+	struct mq_dev *dev = t_dev_uring(path, uc, &err);
 
 	t_check(dev != NULL, "mq_uring_open(%s): %s", path, strerror(-err));
 	return dev;

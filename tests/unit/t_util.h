@@ -28,6 +28,7 @@
 #include "mqfs/clock.h"
 #include "mqfs/mq_dev.h"
 #include "mqfs/dev/null.h"
+#include "t_dev.h"
 
 #define T_MS		1000000ull
 #define T_T0		(1000ull * 1000 * T_MS)	/* fake clock start: 1000 s */
@@ -82,7 +83,7 @@ static inline struct mq_dev *t_null_open(unsigned queue_depth,
 		.latency_ns = T_LAT, .queue_depth = queue_depth,
 		.nr_hw_queues = nr_hw_queues, .irqmode = MQ_NULL_IRQ_MANUAL,
 	};
-	struct mq_dev *dev = mq_null_open(&c);
+	struct mq_dev *dev = t_dev_null(&c);
 
 	t_check(dev != NULL, "mq_null_open failed");
 	return dev;
@@ -91,7 +92,7 @@ static inline struct mq_dev *t_null_open(unsigned queue_depth,
 static inline struct mq_queue *t_queue_create(struct mq_dev *dev,
 					      const struct mq_queue_config *cfg)
 {
-	struct mq_queue *q = mq_queue_create(dev, cfg);
+	struct mq_queue *q = t_queue_new(dev, cfg);
 
 	t_check(q != NULL, "mq_queue_create failed");
 	return q;

@@ -22,6 +22,7 @@
 #include "mqfs/dev/fault.h"
 #include "mqfs/dev/ram.h"
 #include "t_main.h"
+#include "t_dev.h"
 
 #define TB_BLOCKS	256u
 #define TB_MIB		(1024u * 1024)
@@ -29,7 +30,7 @@
 static struct mq_queue *tb_queue(struct mq_dev *dev)
 {
 	struct mq_queue_config cfg = { .elevator = "none" };
-	struct mq_queue *q = mq_queue_create(dev, &cfg);
+	struct mq_queue *q = t_queue_new(dev, &cfg);
 
 	ck_assert_ptr_nonnull(q);
 	return q;
@@ -38,7 +39,7 @@ static struct mq_queue *tb_queue(struct mq_dev *dev)
 /* Writes, a read back, a flush; then a batch with one failing block. */
 START_TEST(test_batch)
 {
-	struct mq_dev *ram = mq_ram_open(TB_BLOCKS * MQFS_BLOCK_SIZE, 16);
+	struct mq_dev *ram = t_dev_ram(TB_BLOCKS * MQFS_BLOCK_SIZE, 16);
 	struct mq_fault_config fc = {
 		.eio_sector_start = mqfs_blk_to_sector(40),
 		.eio_sector_end = mqfs_blk_to_sector(41),
@@ -54,7 +55,7 @@ START_TEST(test_batch)
 	for (unsigned i = 0; i < 8 * MQFS_BLOCK_SIZE; i++)
 		ck_assert_uint_eq(buf[i], 0);		/* zeroed */
 	memset(buf, 0x5c, 8 * MQFS_BLOCK_SIZE);
-	fault = mq_fault_open(ram, &fc);
+	fault = t_dev_fault(ram, &fc);
 	ck_assert_ptr_nonnull(fault);
 	q = tb_queue(fault);
 	ck_assert_int_eq(mqfs_bio_sync(q, MQ_OP_WRITE, 8, buf, 8, 0), 0);
@@ -98,7 +99,7 @@ static void tb_set_wait(struct tb_set *t)
 /* Growth, splitting, priority, the first error and its place. */
 START_TEST(test_bioset)
 {
-	struct mq_dev *ram = mq_ram_open(TB_BLOCKS * 4 * MQFS_BLOCK_SIZE, 16);
+	struct mq_dev *ram = t_dev_ram(TB_BLOCKS * 4 * MQFS_BLOCK_SIZE, 16);
 	struct mq_fault_config fc = {
 		.eio_sector_start = mqfs_blk_to_sector(700),
 		.eio_sector_end = mqfs_blk_to_sector(701),
@@ -110,7 +111,7 @@ START_TEST(test_bioset)
 	struct mq_queue *q;
 
 	ck_assert(ram && buf);
-	fault = mq_fault_open(ram, &fc);
+	fault = t_dev_fault(ram, &fc);
 	ck_assert_ptr_nonnull(fault);
 	q = tb_queue(fault);
 	mqfs_bioset_init(&t.set, t.inline_bios, 2, tb_set_done);

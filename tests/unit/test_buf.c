@@ -31,6 +31,7 @@
 #include "t_main.h"
 #include "mqfs/dev/fault.h"
 #include "mqfs/dev/ram.h"
+#include "t_dev.h"
 
 #define RIG_BLOCKS	1024u			/* 4 MiB */
 #define BS		MQFS_BLOCK_SIZE
@@ -49,11 +50,11 @@ static void rig_open(struct rig *r, uint64_t cache_bytes,
 	struct mq_queue_config qc = { .elevator = "none" };
 
 	memset(r, 0, sizeof(*r));
-	r->ram = mq_ram_open((uint64_t)RIG_BLOCKS * BS, 64);
+	r->ram = t_dev_ram((uint64_t)RIG_BLOCKS * BS, 64);
 	t_check(r->ram != NULL, "mq_ram_open");
 	r->dev = r->ram;
 	if (fault) {
-		r->dev = mq_fault_open(r->ram, fault);
+		r->dev = t_dev_fault(r->ram, fault);
 		t_check(r->dev != NULL, "mq_fault_open");
 	}
 	r->q = t_queue_create(r->dev, &qc);

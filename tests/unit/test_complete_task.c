@@ -39,6 +39,7 @@
 #include "t_util.h"
 #include "t_main.h"
 #include "mqfs/dev/null.h"
+#include "t_dev.h"
 
 #define BS		(4 * T_KB)
 #define FAR		(1024 * T_SECT_KB)	/* 1 MiB apart: never merge */
@@ -632,7 +633,7 @@ START_TEST(test_unflagged_inline)
 	ct_pool_free(&p);
 
 	/* irqmode NONE: inside mq_submit_bio, on the submitter. */
-	r.dev = mq_null_open(&nc);
+	r.dev = t_dev_null(&nc);
 	t_check(r.dev != NULL, "mq_null_open");
 	r.q = t_queue_create(r.dev, &cfg);
 	set_delay(r.q, "200000");
@@ -669,7 +670,7 @@ START_TEST(test_timer_irq)
 
 	T_BEGIN();
 	mq_clock_fake_stop();		/* the timer thread sleeps for real */
-	dev = mq_null_open(&nc);
+	dev = t_dev_null(&nc);
 	t_check(dev != NULL, "mq_null_open");
 	q = t_queue_create(dev, &cfg);
 	set_delay(q, "100");
@@ -912,7 +913,7 @@ START_TEST(test_concurrent_mix)
 
 	T_BEGIN();
 	mq_clock_fake_stop();
-	dev = mq_null_open(&nc);
+	dev = t_dev_null(&nc);
 	t_check(dev != NULL, "mq_null_open");
 	q = t_queue_create(dev, &cfg);
 	set_delay(q, _i & 2 ? "200" : "0");

@@ -44,6 +44,7 @@
 #include "t_main.h"
 #include "mqfs/dev/null.h"
 #include "mqfs/dev/ram.h"
+#include "t_dev.h"
 
 /* From sched/mq-deadline.c: [RT/BE/IDLE][ins, merged, disp, done]. */
 
@@ -112,7 +113,7 @@ static unsigned tb_count_done(unsigned from, unsigned to)
 static struct mq_queue *new_queue(const char *elv)
 {
 	struct mq_queue_config cfg = { .elevator = elv, .queue_depth = QD };
-	struct mq_queue *nq = mq_queue_create(dev, &cfg);
+	struct mq_queue *nq = t_queue_new(dev, &cfg);
 
 	ck_assert_ptr_nonnull(nq);
 	return nq;
@@ -123,7 +124,7 @@ static void open_null_manual(const char *elv)
 	struct mq_null_config nc = { .latency_ns = LAT, .queue_depth = QD,
 				     .irqmode = MQ_NULL_IRQ_MANUAL };
 
-	dev = mq_null_open(&nc);
+	dev = t_dev_null(&nc);
 	ck_assert_ptr_nonnull(dev);
 	q = new_queue(elv);
 }
@@ -343,11 +344,12 @@ START_TEST(test_create_unknown_elevator)
 	struct mq_queue_config cfg = { .elevator = "bfq" };
 	struct mq_null_config nc = { .irqmode = MQ_NULL_IRQ_MANUAL };
 
-	dev = mq_null_open(&nc);
+	dev = t_dev_null(&nc);
 	ck_assert_ptr_nonnull(dev);
-	ck_assert_ptr_null(mq_queue_create(dev, &cfg));
+	ck_assert_int_eq(mq_queue_create(dev, &cfg, &q), -EINVAL);
+	ck_assert_ptr_null(q);
 	cfg.elevator = NULL;		/* default: mq-deadline */
-	q = mq_queue_create(dev, &cfg);
+	q = t_queue_new(dev, &cfg);
 	ck_assert_ptr_nonnull(q);
 	assert_elevator("mq-deadline", "none [mq-deadline]");
 }
@@ -361,7 +363,7 @@ START_TEST(test_create_incomplete_driver)
 	const struct mq_dev_ops *real;
 	struct mq_dev_ops broken;
 
-	dev = mq_null_open(&nc);
+	dev = t_dev_null(&nc);
 	ck_assert_ptr_nonnull(dev);
 	real = dev->ops;
 	ck_assert_int_eq(mq_dev_check_ops(dev), 0);
@@ -369,14 +371,15 @@ START_TEST(test_create_incomplete_driver)
 	broken.queue_rq = NULL;
 	dev->ops = &broken;
 	ck_assert_int_eq(mq_dev_check_ops(dev), -EINVAL);
-	ck_assert_ptr_null(mq_queue_create(dev, &cfg));
+	ck_assert_int_eq(mq_queue_create(dev, &cfg, &q), -EINVAL);
 	broken = *real;
 	broken.poll = NULL;
 	dev->polled = true;
-	ck_assert_ptr_null(mq_queue_create(dev, &cfg));
+	ck_assert_int_eq(mq_queue_create(dev, &cfg, &q), -EINVAL);
+	ck_assert_ptr_null(q);
 	dev->polled = false;
 	dev->ops = real;
-	q = mq_queue_create(dev, &cfg);
+	q = t_queue_new(dev, &cfg);
 	ck_assert_ptr_nonnull(q);
 }
 END_TEST
@@ -667,9 +670,9 @@ START_TEST(test_ram_data_across_switches)
 	struct mq_queue_stats s;
 
 	ck_assert(wbuf && rbuf);
-	dev = mq_ram_open(RAM_SIZE, 16);
+	dev = t_dev_ram(RAM_SIZE, 16);
 	ck_assert_ptr_nonnull(dev);
-	q = mq_queue_create(dev, &cfg);
+	q = t_queue_new(dev, &cfg);
 	ck_assert_ptr_nonnull(q);
 
 	fill_pattern(wbuf, len, 1);

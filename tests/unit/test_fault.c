@@ -32,6 +32,7 @@
 #include "t_main.h"
 #include "mqfs/dev/fault.h"
 #include "mqfs/dev/ram.h"
+#include "t_dev.h"
 
 #define DEV_SECT	8192u				/* 4 MiB ram device */
 #define DEV_BYTES	((uint64_t)DEV_SECT * MQ_SECTOR_SIZE)
@@ -102,7 +103,7 @@ static void rig_open_on(struct rig *r, struct mq_dev *ram,
 				      .no_merges = !strcmp(elv, "none") };
 
 	r->ram = ram;
-	r->dev = mq_fault_open(ram, cfg);
+	r->dev = t_dev_fault(ram, cfg);
 	t_check(r->dev != NULL, "mq_fault_open failed");
 	r->q = t_queue_create(r->dev, &qc);
 	t_pool_init(&r->p, nr_bios, BUF_BYTES);
@@ -111,7 +112,7 @@ static void rig_open_on(struct rig *r, struct mq_dev *ram,
 static void rig_open(struct rig *r, const struct mq_fault_config *cfg,
 		     unsigned nr_bios)
 {
-	struct mq_dev *ram = mq_ram_open(DEV_BYTES, 64);
+	struct mq_dev *ram = t_dev_ram(DEV_BYTES, 64);
 
 	t_check(ram != NULL, "mq_ram_open failed");
 	rig_open_on(r, ram, cfg, "none", nr_bios);
@@ -368,17 +369,18 @@ END_TEST
 START_TEST(test_seed_and_config)
 {
 	struct mq_fault_config cfg = { .eio_probability = 1.5 };
-	struct mq_dev *ram = mq_ram_open(DEV_BYTES, 64);
+	struct mq_dev *ram = t_dev_ram(DEV_BYTES, 64);
 	struct mq_dev *dev;
 	struct rig r;
 
 	T_BEGIN();
-	t_check(mq_fault_open(ram, &cfg) == NULL, "probability 1.5");
+	t_check(mq_fault_open(ram, &cfg, &dev) == -EINVAL && !dev,
+		"probability 1.5");
 	cfg = (struct mq_fault_config){ .eio_sector_start = 8,
 					.eio_sector_end = 8 };
-	t_check(mq_fault_open(ram, &cfg) == NULL, "empty range");
+	t_check(mq_fault_open(ram, &cfg, &dev) == -EINVAL, "empty range");
 	cfg = (struct mq_fault_config){ .queue_depth = 7 };
-	dev = mq_fault_open(ram, &cfg);
+	dev = t_dev_fault(ram, &cfg);
 	t_check(dev && dev->geo.queue_depth == 7 &&
 		dev->geo.size_bytes == DEV_BYTES && dev->geo.max_segments <= 32,
 		"geometry");
@@ -697,7 +699,7 @@ END_TEST
 START_TEST(test_merged_requests)
 {
 	struct mq_fault_config cfg = { .seed = 1, .volatile_cache = _i };
-	struct mq_dev *ram = mq_ram_open(DEV_BYTES, 64);
+	struct mq_dev *ram = t_dev_ram(DEV_BYTES, 64);
 	struct mq_bio *w[8], *rb[8];
 	struct mq_plug plug;
 	struct rig r;
@@ -793,7 +795,7 @@ START_TEST(test_threads)
 	struct mq_fault_config cfg = { .seed = 99, .volatile_cache = true,
 				       .latency_ns = 20000,
 				       .eio_probability = 0.05 };
-	struct mq_dev *ram = mq_ram_open(DEV_BYTES, 64);
+	struct mq_dev *ram = t_dev_ram(DEV_BYTES, 64);
 	struct worker *w = calloc(NR_THREADS, sizeof(*w));
 	pthread_t th[NR_THREADS];
 	struct rig r;

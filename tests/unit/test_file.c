@@ -25,6 +25,7 @@
 #include "t_fsio.h"
 #include "t_main.h"
 #include "mqfs/dev/fault.h"
+#include "t_dev.h"
 
 #define T_SIZE		(64 * T_FS_MIB)
 #define T_MODEL_MAX	(4 * T_FS_MIB)	/* bytes a model file may hold */
@@ -1359,7 +1360,7 @@ START_TEST(test_release_waits_for_reads)
 	t_file_close(&tf);
 	t_fs_unmount(&t);
 	t_fs_close_queue(&t);
-	t.fault = mq_fault_open(t.ram, &fc);
+	t.fault = t_dev_fault(t.ram, &fc);
 	ck_assert_ptr_nonnull(t.fault);
 	t.q = t_fs_queue(t.fault);
 	t_fs_mount(&t);

@@ -25,6 +25,7 @@
 #include "t_main.h"
 #include "mqfs/dev/fault.h"
 #include "mqfs/dev/ram.h"
+#include "t_dev.h"
 
 #define TF_SIZE		(64 * T_FS_MIB)
 #define TF_FILES	40u
@@ -287,7 +288,7 @@ START_TEST(test_not_mqfs)
 {
 	struct t_fs t = { 0 };
 
-	t.ram = mq_ram_open(TF_SIZE, 64);
+	t.ram = t_dev_ram(TF_SIZE, 64);
 	t.q = t_fs_queue(t.ram);
 	ck_assert_int_eq(tf_fsck(&t, MQFS_FSCK_NO, true), MQFS_FSCK_ERROR);
 	ck_assert_int_eq(tf_fsck(&t, MQFS_FSCK_YES, true), MQFS_FSCK_ERROR);

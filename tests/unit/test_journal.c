@@ -40,6 +40,7 @@
 #include "t_main.h"
 #include "mqfs/dev/fault.h"
 #include "mqfs/dev/ram.h"
+#include "t_dev.h"
 
 #define RIG_BLOCKS	4096u			/* 16 MiB */
 #define BS		MQFS_BLOCK_SIZE
@@ -116,7 +117,7 @@ static void rig_start(struct rig *r, const struct mq_fault_config *fc)
 
 	r->dev = r->ram;
 	if (fc) {
-		r->dev = mq_fault_open(r->ram, fc);
+		r->dev = t_dev_fault(r->ram, fc);
 		t_check(r->dev != NULL, "mq_fault_open");
 	}
 	r->q = t_queue_create(r->dev, &qc);
@@ -157,7 +158,7 @@ static void rig_open(struct rig *r, uint32_t jblocks, uint64_t sb_seq,
 	memset(r, 0, sizeof(*r));
 	r->jblocks = jblocks;
 	r->interval_ms = 60000;		/* commits only when a test asks */
-	r->ram = mq_ram_open((uint64_t)RIG_BLOCKS * BS, 64);
+	r->ram = t_dev_ram((uint64_t)RIG_BLOCKS * BS, 64);
 	t_check(r->ram != NULL, "mq_ram_open");
 	put_super(r, sb_seq);
 	rig_start(r, fc);
@@ -358,7 +359,7 @@ START_TEST(test_commit_thread)
 	memset(&r, 0, sizeof(r));
 	r.jblocks = 64;
 	r.interval_ms = 20;
-	r.ram = mq_ram_open((uint64_t)RIG_BLOCKS * BS, 64);
+	r.ram = t_dev_ram((uint64_t)RIG_BLOCKS * BS, 64);
 	put_super(&r, 5);
 	seed_homes(&r, 1);
 	rig_start(&r, NULL);
@@ -653,7 +654,7 @@ START_TEST(test_crash_points)
 	memset(&r, 0, sizeof(r));
 	r.jblocks = 64;
 	r.interval_ms = 60000;
-	r.ram = mq_ram_open((uint64_t)RIG_BLOCKS * BS, 64);
+	r.ram = t_dev_ram((uint64_t)RIG_BLOCKS * BS, 64);
 	put_super(&r, 0);
 	seed_homes(&r, 1);
 	rig_start(&r, &fc);
@@ -834,7 +835,7 @@ START_TEST(test_concurrent_handles)
 	memset(&r, 0, sizeof(r));
 	r.jblocks = 24;		/* about 20 buffers: commits come often */
 	r.interval_ms = 2;
-	r.ram = mq_ram_open((uint64_t)RIG_BLOCKS * BS, 64);
+	r.ram = t_dev_ram((uint64_t)RIG_BLOCKS * BS, 64);
 	put_super(&r, 0);
 	for (unsigned i = CC_SHARED; i < CC_POOL + 32; i++)
 		t_put_meta(r.ram, i, MQFS_T_DIR, 0);

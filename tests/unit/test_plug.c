@@ -30,6 +30,7 @@
 #include "t_main.h"
 #include "mqfs/dev/null.h"
 #include "mqfs/dev/ram.h"
+#include "t_dev.h"
 
 #define FAR	(1024 * T_SECT_KB)	/* 1 MiB apart: never merge */
 #define BS	(4 * T_KB)
@@ -476,7 +477,7 @@ START_TEST(test_ram_merged_data)
 
 	T_BEGIN();
 	t_clock_fake();
-	dev = mq_ram_open(1 << 20, 0);
+	dev = t_dev_ram(1 << 20, 0);
 	t_check(dev != NULL, "mq_ram_open");
 	q = t_queue_create(dev, &cfg);
 	t_pool_init(&p, 4 * RAM_BIOS, BS);

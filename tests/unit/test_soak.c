@@ -67,6 +67,7 @@
 #include "mqfs/dev/fault.h"
 #include "mqfs/dev/ram.h"
 #include "mqfs/dev/uring.h"
+#include "t_dev.h"
 
 #define NR_THREADS	4
 #define DEV_BYTES	(64ull << 20)
@@ -1093,7 +1094,7 @@ static void open_lower(struct soak_round *r)
 		ck_assert_msg(ftruncate(fd, (off_t)DEV_BYTES) == 0,
 			      "ftruncate %s: %s", r->path, strerror(errno));
 		r->verify_fd = fd;
-		r->lower = mq_uring_open(r->path, &uc, &err);
+		r->lower = t_dev_uring(r->path, &uc, &err);
 		/* Both descriptors keep the file: nothing to leak on a crash. */
 		unlink(r->path);
 		g_file[0] = '\0';
@@ -1104,7 +1105,7 @@ static void open_lower(struct soak_round *r)
 		r->lower->geo.queue_depth = r->lower_tags;
 	} else {
 		r->verify_fd = -1;
-		r->lower = mq_ram_open(DEV_BYTES, r->lower_tags);
+		r->lower = t_dev_ram(DEV_BYTES, r->lower_tags);
 		ck_assert_msg(r->lower != NULL, "mq_ram_open");
 	}
 	spy_install(&r->lower_spy, r->lower);
@@ -1118,14 +1119,14 @@ static void open_stack(struct soak_round *r)
 	for (unsigned i = r->nr_layers; i-- > 0;) {
 		struct layer *l = &r->layers[i];
 
-		l->dev = mq_fault_open(below, &l->cfg);
+		l->dev = t_dev_fault(below, &l->cfg);
 		ck_assert_msg(l->dev != NULL, "round %u seed %#" PRIx64
 			      ": mq_fault_open layer %u", r->index, r->seed, i);
 		if (i)
 			spy_install(&l->spy, l->dev);
 		below = l->dev;
 	}
-	r->q = mq_queue_create(r->layers[0].dev, &r->qcfg);
+	r->q = t_queue_new(r->layers[0].dev, &r->qcfg);
 	ck_assert_msg(r->q != NULL, "round %u seed %#" PRIx64
 		      ": mq_queue_create", r->index, r->seed);
 }

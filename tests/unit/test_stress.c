@@ -56,6 +56,7 @@
 #include "t_main.h"
 #include "mqfs/dev/null.h"
 #include "mqfs/dev/ram.h"
+#include "t_dev.h"
 
 /* From sched/mq-deadline.c: [RT/BE/IDLE][ins, merged, disp, done]. */
 
@@ -685,9 +686,9 @@ static struct mq_dev *run_open_dev(struct run *r)
 	};
 
 	if (r->ram)
-		return mq_ram_open((uint64_t)NR_WORKERS * RAM_REGION *
+		return t_dev_ram((uint64_t)NR_WORKERS * RAM_REGION *
 				   MQ_SECTOR_SIZE, r->depth);
-	return mq_null_open(&nc);
+	return t_dev_null(&nc);
 }
 
 static struct run *run_new(uint64_t seed, bool ram)
@@ -709,7 +710,7 @@ static struct run *run_new(uint64_t seed, bool ram)
 	cfg.elevator = rnd(&r->ctl_rng) & 1 ? "none" : "mq-deadline";
 	cfg.queue_depth = r->depth;
 	cfg.nr_hw_queues = r->hw_queues;
-	r->q = mq_queue_create(r->dev, &cfg);
+	r->q = t_queue_new(r->dev, &cfg);
 	ck_assert_msg(r->q != NULL, "seed %#" PRIx64 ": create queue", seed);
 	for (unsigned i = 0; i < NR_WORKERS; i++)
 		worker_init(r, &r->w[i], i, MQ_MAX(ops, 16u));

@@ -28,6 +28,7 @@
 #include "t_main.h"
 #include "mqfs/dev/null.h"
 #include "mqfs/dev/ram.h"
+#include "t_dev.h"
 
 #define HANG_SEC	10
 
@@ -56,9 +57,9 @@ static int submit_one(struct mq_queue *q, enum mq_op op, uint64_t sector,
 
 START_TEST(test_bio_checks)
 {
-	struct mq_dev *dev = mq_ram_open(1 << 20, 16);
+	struct mq_dev *dev = t_dev_ram(1 << 20, 16);
 	struct mq_queue_config cfg = { .elevator = _i ? "none" : "mq-deadline" };
-	struct mq_queue *q = mq_queue_create(dev, &cfg);
+	struct mq_queue *q = t_queue_new(dev, &cfg);
 	unsigned char *ram = mq_ram_data(dev);
 	static unsigned char buf[8192];
 	struct mq_bio bad_op;
@@ -137,9 +138,9 @@ static void wait_frozen(struct mq_queue *q)
 START_TEST(test_end_io_submits_during_switch)
 {
 	struct mq_null_config nc = { .latency_ns = 20000000 };
-	struct mq_dev *dev = mq_null_open(&nc);
+	struct mq_dev *dev = t_dev_null(&nc);
 	struct mq_queue_config cfg = { .elevator = "mq-deadline" };
-	struct mq_queue *q = mq_queue_create(dev, &cfg);
+	struct mq_queue *q = t_queue_new(dev, &cfg);
 	struct chain c = { .q = q };
 	pthread_t t;
 
@@ -189,9 +190,9 @@ static void *plugger_main(void *p)
 START_TEST(test_tunable_store_with_plug_during_switch)
 {
 	struct mq_null_config nc = { 0 };
-	struct mq_dev *dev = mq_null_open(&nc);
+	struct mq_dev *dev = t_dev_null(&nc);
 	struct mq_queue_config cfg = { .elevator = "mq-deadline" };
-	struct mq_queue *q = mq_queue_create(dev, &cfg);
+	struct mq_queue *q = t_queue_new(dev, &cfg);
 	struct plugger pl = { .q = q };
 	pthread_t p, s;
 
@@ -236,9 +237,9 @@ static uint8_t submit_prio(struct mq_queue *q, uint16_t flags,
  */
 START_TEST(test_task_prio)
 {
-	struct mq_dev *dev = mq_ram_open(1 << 20, 16);
+	struct mq_dev *dev = t_dev_ram(1 << 20, 16);
 	struct mq_queue_config cfg = { .elevator = "mq-deadline" };
-	struct mq_queue *q = mq_queue_create(dev, &cfg);
+	struct mq_queue *q = t_queue_new(dev, &cfg);
 	struct mq_prio_stats ps;
 
 	ck_assert_int_eq(mq_task_prio(), MQ_PRIO_NONE);

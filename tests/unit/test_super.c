@@ -9,6 +9,7 @@
 #include "t_fs.h"
 #include "t_main.h"
 #include "mqfs/dev/ram.h"
+#include "t_dev.h"
 
 /* The layout of a size must hold its metadata and never exceed it. */
 START_TEST(test_layout_sizes)
@@ -190,7 +191,7 @@ END_TEST
 
 START_TEST(test_mkfs_too_small)
 {
-	struct mq_dev *ram = mq_ram_open(MQFS_MIN_BLOCKS * 4096ull - 4096, 8);
+	struct mq_dev *ram = t_dev_ram(MQFS_MIN_BLOCKS * 4096ull - 4096, 8);
 	struct mq_queue *q = t_fs_queue(ram);
 	struct mqfs_mkfs_opts o = { 0 };
 

@@ -46,6 +46,7 @@ static const char *const g_prog = "test_uring";
 #include "t_uring.h"
 #include "t_main.h"
 #include "mqfs/dev/uring.h"
+#include "t_dev.h"
 
 static const char *const elv_names[] = { "mq-deadline", "none" };
 
@@ -179,7 +180,7 @@ static void ur_open_fails(const char *path, const struct mq_uring_config *uc,
 	int err = 0;
 
 	cap_start(&c);
-	dev = mq_uring_open(path, uc, &err);
+	dev = t_dev_uring(path, uc, &err);
 	cap_end(&c, msg, sizeof(msg));
 	if (dev)
 		mq_dev_close(dev);

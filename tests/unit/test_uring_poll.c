@@ -40,6 +40,7 @@ static const char *const g_prog = "test_uring_poll";
 #include "mqfs/dev/null.h"
 #include "mqfs/dev/ram.h"
 #include "mqfs/dev/uring.h"
+#include "t_dev.h"
 
 static const char *const elv_names[] = { "mq-deadline", "none" };
 
@@ -693,12 +694,12 @@ START_TEST(test_poll_unsupported)
 	ur_pool_free(&p);
 	t_teardown(q, dev);
 
-	dev = mq_ram_open(1 * MiB, 0);
+	dev = t_dev_ram(1 * MiB, 0);
 	t_check(dev != NULL, "ram");
 	q = ur_queue(dev, "mq-deadline", 1, 0);
 	t_check(mq_queue_poll(q, 1) == -EOPNOTSUPP, "poll of the ram device");
 	t_teardown(q, dev);
-	dev = mq_null_open(&nc);
+	dev = t_dev_null(&nc);
 	t_check(dev != NULL, "null");
 	q = ur_queue(dev, "none", 1, 0);
 	t_check(mq_queue_poll(q, 0) == -EOPNOTSUPP, "poll of the null device");
@@ -707,7 +708,7 @@ START_TEST(test_poll_unsupported)
 	/* Nothing would poll the fault device's clones: refused. */
 	uc.caller_reap = true;
 	dev = ur_open(path, &uc);
-	fault = mq_fault_open(dev, &fc);
+	fault = t_dev_fault(dev, &fc);
 	t_check(fault == NULL, "fault device over a polled device");
 	mq_dev_close(dev);
 	free(buf);

@@ -66,11 +66,12 @@ struct mq_fault_stats {
  * after it.  Geometry is @lower's, with cfg->queue_depth if set and at
  * most 32 bios per request.
  * Context: process; no queue of the fault device exists yet.
- * Return: the device, or NULL (invalid @cfg, no memory, no queue, a
- * polled @lower) after a message on stderr.
+ * Return: 0 with the device in *@out, or -EINVAL (invalid @cfg, a
+ * polled @lower), -ENOMEM, or the error of the queue or threads, after
+ * a message on stderr.
  */
-struct mq_dev *mq_fault_open(struct mq_dev *lower,
-			     const struct mq_fault_config *cfg);
+int mq_fault_open(struct mq_dev *lower, const struct mq_fault_config *cfg,
+		  struct mq_dev **out);
 /*
  * Replace the EIO rules (range, op mask, Nth, probability) of an open
  * fault device; other fields of @cfg are ignored, except that a non-zero

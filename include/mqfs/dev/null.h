@@ -24,7 +24,8 @@ struct mq_null_config {
 	enum mq_null_irqmode irqmode;	/* TIMER when latency_ns > 0 */
 };
 
-struct mq_dev *mq_null_open(const struct mq_null_config *cfg);
+/* A null device in *@out: 0, -ENOMEM or the timer thread's error. */
+int mq_null_open(const struct mq_null_config *cfg, struct mq_dev **out);
 /* MANUAL mode: complete every request whose latency has passed. */
 unsigned mq_null_complete_due(struct mq_dev *dev);
 /* Requests the device holds right now (all queues). */

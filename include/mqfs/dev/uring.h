@@ -35,12 +35,12 @@ struct mq_uring_config {
 };
 
 /*
- * NULL with *err = -errno on failure.  A path that cannot be opened is
+ * Open @path in *@out: 0 or -errno.  A path that cannot be opened is
  * the caller's to report (strerror + mq_uring_open_hint), so the user
  * reads one line naming the tool; a bad configuration the driver names.
  */
-struct mq_dev *mq_uring_open(const char *path,
-			     const struct mq_uring_config *cfg, int *err);
+int mq_uring_open(const char *path, const struct mq_uring_config *cfg,
+		  struct mq_dev **out);
 /* What to add to strerror() of an mq_uring_open() error: "" or " (..)". */
 const char *mq_uring_open_hint(int err);
 /* 0 when io_uring works with every opcode the driver issues. */
