@@ -5,12 +5,15 @@
  * exactly its section.
  *
  * Lock order (DESIGN.md §16), outermost first:
- *   inode rwlocks (ascending inode number)
+ *   fs->rename_lock (cross-directory renames only)
+ *   -> inode rwlocks (ascending inode number)
  *   -> transaction handle (journal commit rwlock, shared)
- *   -> AG lock -> inode-cache lock -> buffer lock -> buffer-cache lock.
+ *   -> AG lock -> fs->sb_lock -> inode-cache lock -> buffer lock
+ *   -> ip->meta_lock or the buffer-cache lock (leaves: nothing is taken
+ *      under either).
  * The write-behind lock (wback.c) nests inside inode locks and is held
  * only around its own lists; under it only the inode-cache lock (to pin
- * an inode) is taken.
+ * an inode) and its buffer pool's lock (databuf.c) are taken.
  * The commit takes the commit rwlock exclusively and never an inode lock.
  */
 #ifndef MQFS_FS_I_H
