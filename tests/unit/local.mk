@@ -3,6 +3,10 @@
 # they test: the block layer (sched/), the filesystem (src/fs, its
 # private header too) and the FUSE engine (src/fuse).  Each program
 # gets its group's flags here; nothing else registers unit tests.
+# A program too big for one file is built from test_<name>.c (its suite
+# and main), <name>_<part>.c files (its case groups, or the parts of its
+# machinery) and <name>_fixture.h (with <name>_fixture.c when what they
+# share is functions); its _SOURCES list them all.
 BLK_UNIT_TESTS = \
 	tests/unit/test_rbtree \
 	tests/unit/test_sbitmap \
@@ -51,6 +55,9 @@ EXTRA_DIST += tests/unit/t_util.h tests/unit/t_uring.h tests/unit/t_main.h \
 
 tests_unit_test_rbtree_CFLAGS = $(UNIT_CFLAGS)
 tests_unit_test_rbtree_LDADD = $(UNIT_LDADD)
+tests_unit_test_sbitmap_SOURCES = tests/unit/test_sbitmap.c \
+	tests/unit/sbitmap_fixture.h tests/unit/sbitmap_map.c \
+	tests/unit/sbitmap_queue.c tests/unit/sbitmap_stress.c
 tests_unit_test_sbitmap_CFLAGS = $(UNIT_CFLAGS)
 tests_unit_test_sbitmap_LDADD = $(UNIT_LDADD)
 tests_unit_test_deadline_CFLAGS = $(UNIT_CFLAGS)
