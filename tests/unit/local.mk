@@ -70,6 +70,9 @@ tests_unit_test_dispatch_CFLAGS = $(UNIT_CFLAGS)
 tests_unit_test_dispatch_LDADD = $(UNIT_LDADD)
 tests_unit_test_elevator_switch_CFLAGS = $(UNIT_CFLAGS)
 tests_unit_test_elevator_switch_LDADD = $(UNIT_LDADD)
+tests_unit_test_stress_SOURCES = tests/unit/test_stress.c \
+	tests/unit/stress_fixture.h tests/unit/stress_worker.c \
+	tests/unit/stress_ctl.c
 tests_unit_test_stress_CFLAGS = $(UNIT_CFLAGS)
 tests_unit_test_stress_LDADD = $(UNIT_LDADD)
 tests_unit_test_fault_CFLAGS = $(UNIT_CFLAGS)
