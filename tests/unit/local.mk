@@ -83,6 +83,9 @@ tests_unit_test_uring_poll_CFLAGS = $(UNIT_CFLAGS)
 tests_unit_test_uring_poll_LDADD = $(UNIT_LDADD)
 tests_unit_test_complete_task_CFLAGS = $(UNIT_CFLAGS)
 tests_unit_test_complete_task_LDADD = $(UNIT_LDADD)
+tests_unit_test_soak_SOURCES = tests/unit/test_soak.c \
+	tests/unit/soak_fixture.h tests/unit/soak_stack.c tests/unit/soak_io.c \
+	tests/unit/soak_ctl.c tests/unit/soak_check.c
 tests_unit_test_soak_CFLAGS = $(UNIT_CFLAGS)
 tests_unit_test_soak_LDADD = $(UNIT_LDADD)
 tests_unit_test_submit_CFLAGS = $(UNIT_CFLAGS)
