@@ -104,6 +104,11 @@ tests_unit_test_inode_CFLAGS = $(FS_UNIT_CFLAGS)
 tests_unit_test_inode_LDADD = $(UNIT_LDADD)
 tests_unit_test_extent_CFLAGS = $(FS_UNIT_CFLAGS)
 tests_unit_test_extent_LDADD = $(UNIT_LDADD)
+tests_unit_test_file_SOURCES = tests/unit/test_file.c \
+	tests/unit/file_fixture.h tests/unit/file_fixture.c \
+	tests/unit/file_io.c tests/unit/file_limits.c tests/unit/file_crash.c \
+	tests/unit/file_random.c tests/unit/file_times.c \
+	tests/unit/file_release.c
 tests_unit_test_file_CFLAGS = $(FS_UNIT_CFLAGS)
 tests_unit_test_file_LDADD = $(UNIT_LDADD)
 tests_unit_test_dir_CFLAGS = $(FS_UNIT_CFLAGS)
