@@ -17,7 +17,10 @@ BLK_UNIT_TESTS = \
 	tests/unit/test_elevator_switch \
 	tests/unit/test_stress \
 	tests/unit/test_fault \
-	tests/unit/test_uring \
+	tests/unit/test_uring_open \
+	tests/unit/test_uring_data \
+	tests/unit/test_uring_rings \
+	tests/unit/test_uring_blockdev \
 	tests/unit/test_uring_poll \
 	tests/unit/test_complete_task \
 	tests/unit/test_soak \
@@ -77,8 +80,14 @@ tests_unit_test_stress_CFLAGS = $(UNIT_CFLAGS)
 tests_unit_test_stress_LDADD = $(UNIT_LDADD)
 tests_unit_test_fault_CFLAGS = $(UNIT_CFLAGS)
 tests_unit_test_fault_LDADD = $(UNIT_LDADD)
-tests_unit_test_uring_CFLAGS = $(UNIT_CFLAGS)
-tests_unit_test_uring_LDADD = $(UNIT_LDADD)
+tests_unit_test_uring_open_CFLAGS = $(UNIT_CFLAGS)
+tests_unit_test_uring_open_LDADD = $(UNIT_LDADD)
+tests_unit_test_uring_data_CFLAGS = $(UNIT_CFLAGS)
+tests_unit_test_uring_data_LDADD = $(UNIT_LDADD)
+tests_unit_test_uring_rings_CFLAGS = $(UNIT_CFLAGS)
+tests_unit_test_uring_rings_LDADD = $(UNIT_LDADD)
+tests_unit_test_uring_blockdev_CFLAGS = $(UNIT_CFLAGS)
+tests_unit_test_uring_blockdev_LDADD = $(UNIT_LDADD)
 tests_unit_test_uring_poll_CFLAGS = $(UNIT_CFLAGS)
 tests_unit_test_uring_poll_LDADD = $(UNIT_LDADD)
 tests_unit_test_complete_task_CFLAGS = $(UNIT_CFLAGS)
