@@ -3,6 +3,10 @@
 # they test: the block layer (sched/), the filesystem (src/fs, its
 # private header too) and the FUSE engine (src/fuse).  Each program
 # gets its group's flags here; nothing else registers unit tests.
+# A program too big for one file is built from test_<name>.c (its suite
+# and main), <name>_<part>.c files (its case groups, or the parts of its
+# machinery) and <name>_fixture.h (with <name>_fixture.c when what they
+# share is functions); its _SOURCES list them all.
 BLK_UNIT_TESTS = \
 	tests/unit/test_rbtree \
 	tests/unit/test_sbitmap \
@@ -13,7 +17,10 @@ BLK_UNIT_TESTS = \
 	tests/unit/test_elevator_switch \
 	tests/unit/test_stress \
 	tests/unit/test_fault \
-	tests/unit/test_uring \
+	tests/unit/test_uring_open \
+	tests/unit/test_uring_data \
+	tests/unit/test_uring_rings \
+	tests/unit/test_uring_blockdev \
 	tests/unit/test_uring_poll \
 	tests/unit/test_complete_task \
 	tests/unit/test_soak \
@@ -51,6 +58,9 @@ EXTRA_DIST += tests/unit/t_util.h tests/unit/t_uring.h tests/unit/t_main.h \
 
 tests_unit_test_rbtree_CFLAGS = $(UNIT_CFLAGS)
 tests_unit_test_rbtree_LDADD = $(UNIT_LDADD)
+tests_unit_test_sbitmap_SOURCES = tests/unit/test_sbitmap.c \
+	tests/unit/sbitmap_fixture.h tests/unit/sbitmap_map.c \
+	tests/unit/sbitmap_queue.c tests/unit/sbitmap_stress.c
 tests_unit_test_sbitmap_CFLAGS = $(UNIT_CFLAGS)
 tests_unit_test_sbitmap_LDADD = $(UNIT_LDADD)
 tests_unit_test_deadline_CFLAGS = $(UNIT_CFLAGS)
@@ -63,16 +73,28 @@ tests_unit_test_dispatch_CFLAGS = $(UNIT_CFLAGS)
 tests_unit_test_dispatch_LDADD = $(UNIT_LDADD)
 tests_unit_test_elevator_switch_CFLAGS = $(UNIT_CFLAGS)
 tests_unit_test_elevator_switch_LDADD = $(UNIT_LDADD)
+tests_unit_test_stress_SOURCES = tests/unit/test_stress.c \
+	tests/unit/stress_fixture.h tests/unit/stress_worker.c \
+	tests/unit/stress_ctl.c
 tests_unit_test_stress_CFLAGS = $(UNIT_CFLAGS)
 tests_unit_test_stress_LDADD = $(UNIT_LDADD)
 tests_unit_test_fault_CFLAGS = $(UNIT_CFLAGS)
 tests_unit_test_fault_LDADD = $(UNIT_LDADD)
-tests_unit_test_uring_CFLAGS = $(UNIT_CFLAGS)
-tests_unit_test_uring_LDADD = $(UNIT_LDADD)
+tests_unit_test_uring_open_CFLAGS = $(UNIT_CFLAGS)
+tests_unit_test_uring_open_LDADD = $(UNIT_LDADD)
+tests_unit_test_uring_data_CFLAGS = $(UNIT_CFLAGS)
+tests_unit_test_uring_data_LDADD = $(UNIT_LDADD)
+tests_unit_test_uring_rings_CFLAGS = $(UNIT_CFLAGS)
+tests_unit_test_uring_rings_LDADD = $(UNIT_LDADD)
+tests_unit_test_uring_blockdev_CFLAGS = $(UNIT_CFLAGS)
+tests_unit_test_uring_blockdev_LDADD = $(UNIT_LDADD)
 tests_unit_test_uring_poll_CFLAGS = $(UNIT_CFLAGS)
 tests_unit_test_uring_poll_LDADD = $(UNIT_LDADD)
 tests_unit_test_complete_task_CFLAGS = $(UNIT_CFLAGS)
 tests_unit_test_complete_task_LDADD = $(UNIT_LDADD)
+tests_unit_test_soak_SOURCES = tests/unit/test_soak.c \
+	tests/unit/soak_fixture.h tests/unit/soak_stack.c tests/unit/soak_io.c \
+	tests/unit/soak_ctl.c tests/unit/soak_check.c
 tests_unit_test_soak_CFLAGS = $(UNIT_CFLAGS)
 tests_unit_test_soak_LDADD = $(UNIT_LDADD)
 tests_unit_test_submit_CFLAGS = $(UNIT_CFLAGS)
@@ -91,6 +113,11 @@ tests_unit_test_inode_CFLAGS = $(FS_UNIT_CFLAGS)
 tests_unit_test_inode_LDADD = $(UNIT_LDADD)
 tests_unit_test_extent_CFLAGS = $(FS_UNIT_CFLAGS)
 tests_unit_test_extent_LDADD = $(UNIT_LDADD)
+tests_unit_test_file_SOURCES = tests/unit/test_file.c \
+	tests/unit/file_fixture.h tests/unit/file_fixture.c \
+	tests/unit/file_io.c tests/unit/file_limits.c tests/unit/file_crash.c \
+	tests/unit/file_random.c tests/unit/file_times.c \
+	tests/unit/file_release.c
 tests_unit_test_file_CFLAGS = $(FS_UNIT_CFLAGS)
 tests_unit_test_file_LDADD = $(UNIT_LDADD)
 tests_unit_test_dir_CFLAGS = $(FS_UNIT_CFLAGS)
@@ -99,6 +126,10 @@ tests_unit_test_namei_CFLAGS = $(FS_UNIT_CFLAGS)
 tests_unit_test_namei_LDADD = $(UNIT_LDADD)
 tests_unit_test_xattr_CFLAGS = $(FS_UNIT_CFLAGS)
 tests_unit_test_xattr_LDADD = $(UNIT_LDADD)
+tests_unit_test_fsck_SOURCES = tests/unit/test_fsck.c \
+	tests/unit/fsck_fixture.h tests/unit/fsck_fixture.c \
+	tests/unit/fsck_damage.c tests/unit/fsck_random.c \
+	tests/unit/fsck_crash.c
 tests_unit_test_fsck_CFLAGS = $(FS_UNIT_CFLAGS)
 tests_unit_test_fsck_LDADD = $(UNIT_LDADD)
 tests_unit_test_powerloss_CFLAGS = $(FS_UNIT_CFLAGS)

@@ -1,16 +1,20 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * t_uring.h - helpers shared by the io_uring driver's test programs
- * (test_uring, test_uring_poll): a temp directory that takes O_DIRECT,
- * sparse files, offset-dependent data patterns, a bio pool that counts
- * every end_io, a loop device fixture, and liburing interposed (ring-full
- * counters; the ThreadSanitizer model of the kernel's ordering).
+ * (test_uring_open, test_uring_data, test_uring_rings,
+ * test_uring_blockdev, test_uring_poll): a temp directory that takes
+ * O_DIRECT, sparse files, offset-dependent data patterns, a bio pool that
+ * counts every end_io, synchronous bios and ranges of bios, failed opens
+ * with their message, a loop device fixture, liburing interposed
+ * (ring-full counters; the ThreadSanitizer model of the kernel's
+ * ordering), and the programs' main.
  *
  * Each program defines g_prog (its name, for messages) before including
- * this, calls ur_hooks_init() and make_dir() first and cleanup() at
- * exit.  Files live in a mkdtemp directory under $TMPDIR (default
- * /var/tmp); the loop device is attached by an unchecked fixture (in the
- * parent process) and detached in its teardown even when a test failed.
+ * this and ends with UR_MAIN(its suite): main probes io_uring (exit 77
+ * when unusable), makes the directory, runs the suite and cleans up.
+ * Files live in a mkdtemp directory under $TMPDIR (default /var/tmp);
+ * the loop device is attached by an unchecked fixture (in the parent
+ * process) and detached in its teardown even when a test failed.
  */
 #ifndef MQFS_TESTS_T_URING_H
 #define MQFS_TESTS_T_URING_H
@@ -19,6 +23,7 @@
 #define _GNU_SOURCE
 #endif
 #include <check.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
@@ -33,12 +38,15 @@
 #include <unistd.h>
 
 #include "t_util.h"
+#include "t_main.h"
 #include "mqfs/dev/uring.h"
 #include "t_dev.h"
 
 #define KiB		1024u
 #define MiB		(1024u * 1024u)
 #define UR_ALIGN	4096u
+
+static const char *const elv_names[] = { "mq-deadline", "none" };
 
 static char g_dir[PATH_MAX / 2];	/* this run's temp directory */
 static pid_t g_main_pid;
@@ -305,6 +313,157 @@ static inline struct mq_queue *ur_queue(struct mq_dev *dev, const char *elv,
 	return t_queue_create(dev, &cfg);
 }
 
+/* ---- files, descriptors, stderr, bios and ranges ----------------------- */
+
+static inline struct stat ur_stat(const char *path)
+{
+	struct stat st;
+
+	t_check(stat(path, &st) == 0, "stat %s: %s", path, strerror(errno));
+	return st;
+}
+
+static inline unsigned ur_count_fds(void)
+{
+	DIR *d = opendir("/proc/self/fd");
+	unsigned n = 0;
+
+	if (!d)
+		return 0;
+	while (readdir(d))
+		n++;
+	closedir(d);
+	return n;
+}
+
+static inline long zero_diff(const void *buf, size_t len)
+{
+	const unsigned char *b = buf;
+
+	for (size_t i = 0; i < len; i++)
+		if (b[i])
+			return (long)i;
+	return -1;
+}
+
+static inline void file_check_zero(const char *path, off_t off,
+				   size_t len, const char *what)
+{
+	unsigned char *buf = malloc(len);
+	long d;
+
+	t_check(buf != NULL, "malloc");
+	file_read(path, buf, len, off);
+	d = zero_diff(buf, len);
+	t_check(d < 0, "%s: file byte %lld is not zero", what,
+		(long long)off + d);
+	free(buf);
+}
+
+/* Capture what is written to stderr between cap_start and cap_end. */
+struct cap {
+	FILE *tmp;
+	int saved;
+};
+
+static inline void cap_start(struct cap *c)
+{
+	fflush(stderr);
+	c->tmp = tmpfile();
+	t_check(c->tmp != NULL, "tmpfile: %s", strerror(errno));
+	c->saved = dup(STDERR_FILENO);
+	dup2(fileno(c->tmp), STDERR_FILENO);
+}
+
+static inline void cap_end(struct cap *c, char *out, size_t len)
+{
+	size_t n;
+
+	fflush(stderr);
+	dup2(c->saved, STDERR_FILENO);
+	close(c->saved);
+	rewind(c->tmp);
+	n = fread(out, 1, len - 1, c->tmp);
+	out[n] = '\0';
+	fclose(c->tmp);
+}
+
+/* One bio, waited for; returns its status. */
+static inline int ur_sync(struct mq_queue *q, enum mq_op op, uint64_t off,
+			  uint32_t len, void *buf, unsigned flags)
+{
+	struct ur_pool p;
+	int st;
+
+	t_check(ur_pool_init(&p, 1), "pool");
+	ur_submit(q, &p, op, off, len, buf, flags);
+	t_check(ur_pool_wait(&p), "op %d at %" PRIu64 " never ended", op, off);
+	t_check(atomic_load(&p.done[0]) == 1, "ended %u times",
+		atomic_load(&p.done[0]));
+	st = p.bios[0].status;
+	ur_pool_free(&p);
+	return st;
+}
+
+/* [off, off + len) in @bs-byte bios, plugged (batches of 32) or not. */
+static inline void ur_rw_range(struct mq_queue *q, enum mq_op op,
+			       uint64_t off, uint32_t len, uint32_t bs,
+			       unsigned char *buf, bool plug, unsigned flags,
+			       const char *what)
+{
+	unsigned nr = len / bs;
+	struct ur_pool p;
+
+	t_check(ur_pool_init(&p, nr), "pool");
+	for (unsigned i = 0; i < nr;) {
+		struct mq_plug pl;
+
+		if (plug)
+			mq_start_plug(&pl, 32);
+		for (unsigned j = 0; j < (plug ? 32u : 1u) && i < nr; j++, i++)
+			ur_submit(q, &p, op, off + (uint64_t)i * bs, bs,
+				  buf + (size_t)i * bs, flags);
+		if (plug)
+			mq_finish_plug(&pl);
+	}
+	ur_pool_check(&p, what);
+	ur_pool_free(&p);
+}
+
+/*
+ * Expect mq_uring_open to fail with @want (or @alt), and its message
+ * (the driver's, or its caller's with mq_uring_open_hint) to say why.
+ */
+static inline void ur_open_fails(const char *path,
+				 const struct mq_uring_config *uc, int want,
+				 int alt, const char *needle)
+{
+	unsigned fds = ur_count_fds();
+	struct mq_dev *dev;
+	char msg[1024];
+	struct cap c;
+	int err = 0;
+
+	cap_start(&c);
+	dev = t_dev_uring(path, uc, &err);
+	cap_end(&c, msg, sizeof(msg));
+	if (dev)
+		mq_dev_close(dev);
+	t_check(dev == NULL, "mq_uring_open(%s) succeeded", path);
+	t_check(err == want || (alt && err == alt),
+		"mq_uring_open(%s): err %d (%s), want %d (%s)", path, err,
+		strerror(-err), want, strerror(-want));
+	/* The caller reports a failed open, as main.c and tools.c do. */
+	if (!msg[0])
+		snprintf(msg, sizeof(msg), "%s: %s%s", path, strerror(-err),
+			 mq_uring_open_hint(err));
+	t_check(strstr(msg, needle) != NULL,
+		"mq_uring_open(%s): message \"%s\" lacks \"%s\"", path, msg,
+		needle);
+	t_check(ur_count_fds() == fds, "mq_uring_open(%s) leaked %d fds",
+		path, (int)(ur_count_fds() - fds));
+}
+
 /* ---- a loop device ---------------------------------------------------- */
 
 #define LOOP_SIZE	(16 * MiB)
@@ -450,5 +609,43 @@ static inline int make_dir(void)
 	unlink(probe);
 	return 0;
 }
+
+/* ---- the program -------------------------------------------------------- */
+
+/* A TCase of @s: @t run @loops times, @timeout seconds each. */
+static inline TCase *ur_tcase(Suite *s, const char *name, const TTest *t,
+			      int loops, int timeout)
+{
+	TCase *c = t_tcase(s, name, timeout);
+
+	tcase_add_loop_test(c, t, 0, loops);
+	return c;
+}
+
+static inline int ur_main(Suite *(*suite_fn)(void))
+{
+	int ret, failed;
+
+	ur_hooks_init();
+	ret = mq_uring_probe();
+	if (ret) {
+		fprintf(stderr, "%s: io_uring unusable here (%s): skipped\n",
+			g_prog, strerror(-ret));
+		return 77;
+	}
+	g_main_pid = getpid();
+	if (make_dir())
+		return 99;
+	atexit(cleanup);
+	failed = t_run(suite_fn()) != EXIT_SUCCESS;
+	cleanup();
+	return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}
+
+#define UR_MAIN(suite_fn)			\
+	int main(void)				\
+	{					\
+		return ur_main(suite_fn);	\
+	}
 
 #endif /* MQFS_TESTS_T_URING_H */

@@ -24,7 +24,8 @@
  * loop device made with losetup --direct-io=on.
  *
  * Helpers (temp directory, patterns, bio pool, loop fixture, the TSan
- * model of io_uring ordering) are shared with test_uring in t_uring.h.
+ * model of io_uring ordering) are shared with the other io_uring
+ * programs in t_uring.h.
  * Exits 77 only when mq_uring_probe() says io_uring is unusable here.
  */
 #ifndef _GNU_SOURCE
@@ -41,8 +42,6 @@ static const char *const g_prog = "test_uring_poll";
 #include "mqfs/dev/ram.h"
 #include "mqfs/dev/uring.h"
 #include "t_dev.h"
-
-static const char *const elv_names[] = { "mq-deadline", "none" };
 
 /* ---- polling helpers -------------------------------------------------- */
 
@@ -751,55 +750,26 @@ END_TEST
 
 /* ---- the program -------------------------------------------------------- */
 
-static TCase *tc(Suite *s, const char *name, const TTest *t, int loops,
-		 int timeout)
-{
-	TCase *c = tcase_create(name);
-
-	tcase_set_timeout(c, timeout);
-	tcase_add_loop_test(c, t, 0, loops);
-	suite_add_tcase(s, c);
-	return c;
-}
-
 static Suite *poll_suite(void)
 {
 	Suite *s = suite_create("uring_poll");
 	const char *why = loop_unavailable();
 	TCase *c;
 
-	tc(s, "patterns", test_poll_patterns, 24, 120);
-	tc(s, "min_complete", test_poll_min_complete, 2, 60);
-	tc(s, "ring_full", test_poll_ring_full, 4, 120);
-	tc(s, "endio_submits", test_poll_endio_submits, 2, 60);
-	tc(s, "drain", test_poll_drain, 6, 60);
-	tc(s, "sqpoll", test_poll_sqpoll, 1, 60);
-	tc(s, "unsupported", test_poll_unsupported, 1, 60);
+	ur_tcase(s, "patterns", test_poll_patterns, 24, 120);
+	ur_tcase(s, "min_complete", test_poll_min_complete, 2, 60);
+	ur_tcase(s, "ring_full", test_poll_ring_full, 4, 120);
+	ur_tcase(s, "endio_submits", test_poll_endio_submits, 2, 60);
+	ur_tcase(s, "drain", test_poll_drain, 6, 60);
+	ur_tcase(s, "sqpoll", test_poll_sqpoll, 1, 60);
+	ur_tcase(s, "unsupported", test_poll_unsupported, 1, 60);
 	if (why) {
 		printf("%s: blockdev test skipped: %s\n", g_prog, why);
 	} else {
-		c = tc(s, "blockdev", test_poll_blockdev, 2, 120);
+		c = ur_tcase(s, "blockdev", test_poll_blockdev, 2, 120);
 		tcase_add_unchecked_fixture(c, loop_setup, loop_teardown);
 	}
 	return s;
 }
 
-int main(void)
-{
-	int ret, failed;
-
-	ur_hooks_init();
-	ret = mq_uring_probe();
-	if (ret) {
-		fprintf(stderr, "%s: io_uring unusable here (%s): skipped\n",
-			g_prog, strerror(-ret));
-		return 77;
-	}
-	g_main_pid = getpid();
-	if (make_dir())
-		return 99;
-	atexit(cleanup);
-	failed = t_run(poll_suite()) != EXIT_SUCCESS;
-	cleanup();
-	return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
-}
+UR_MAIN(poll_suite)
