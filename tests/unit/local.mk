@@ -4,6 +4,7 @@
 # private header too) and the FUSE engine (src/fuse).  Each program
 # gets its group's flags here; nothing else registers unit tests.
 BLK_UNIT_TESTS = \
+	tests/unit/test_kthread \
 	tests/unit/test_rbtree \
 	tests/unit/test_sbitmap \
 	tests/unit/test_deadline \
@@ -49,6 +50,8 @@ EXTRA_DIST += tests/unit/t_util.h tests/unit/t_uring.h tests/unit/t_main.h \
 	tests/unit/t_fs.h tests/unit/t_fs_double.h tests/unit/t_fsio.h \
 	tests/unit/t_jforge.h
 
+tests_unit_test_kthread_CFLAGS = $(UNIT_CFLAGS)
+tests_unit_test_kthread_LDADD = $(UNIT_LDADD)
 tests_unit_test_rbtree_CFLAGS = $(UNIT_CFLAGS)
 tests_unit_test_rbtree_LDADD = $(UNIT_LDADD)
 tests_unit_test_sbitmap_CFLAGS = $(UNIT_CFLAGS)
