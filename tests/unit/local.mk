@@ -16,6 +16,7 @@ BLK_UNIT_TESTS = \
 	tests/unit/test_fault \
 	tests/unit/test_uring \
 	tests/unit/test_uring_poll \
+	tests/unit/test_uring_submit \
 	tests/unit/test_complete_task \
 	tests/unit/test_soak \
 	tests/unit/test_submit
@@ -74,6 +75,8 @@ tests_unit_test_uring_CFLAGS = $(UNIT_CFLAGS)
 tests_unit_test_uring_LDADD = $(UNIT_LDADD)
 tests_unit_test_uring_poll_CFLAGS = $(UNIT_CFLAGS)
 tests_unit_test_uring_poll_LDADD = $(UNIT_LDADD)
+tests_unit_test_uring_submit_CFLAGS = $(UNIT_CFLAGS)
+tests_unit_test_uring_submit_LDADD = $(UNIT_LDADD)
 tests_unit_test_complete_task_CFLAGS = $(UNIT_CFLAGS)
 tests_unit_test_complete_task_LDADD = $(UNIT_LDADD)
 tests_unit_test_soak_CFLAGS = $(UNIT_CFLAGS)

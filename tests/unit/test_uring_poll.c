@@ -785,20 +785,5 @@ static Suite *poll_suite(void)
 
 int main(void)
 {
-	int ret, failed;
-
-	ur_hooks_init();
-	ret = mq_uring_probe();
-	if (ret) {
-		fprintf(stderr, "%s: io_uring unusable here (%s): skipped\n",
-			g_prog, strerror(-ret));
-		return 77;
-	}
-	g_main_pid = getpid();
-	if (make_dir())
-		return 99;
-	atexit(cleanup);
-	failed = t_run(poll_suite()) != EXIT_SUCCESS;
-	cleanup();
-	return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+	return ur_main(poll_suite);
 }
