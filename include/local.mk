@@ -3,6 +3,7 @@ noinst_HEADERS += \
 	%reldir%/mqfs/format.h \
 	%reldir%/mqfs/fs.h \
 	%reldir%/mqfs/inflight.h \
+	%reldir%/mqfs/kthread.h \
 	%reldir%/mqfs/blk.h \
 	%reldir%/mqfs/clock.h \
 	%reldir%/mqfs/compiler.h \

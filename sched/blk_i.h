@@ -15,6 +15,7 @@
 #include <stdatomic.h>
 #include "mqfs/blk.h"
 #include "mqfs/elevator.h"
+#include "mqfs/kthread.h"
 #include "mqfs/mq_dev.h"
 #include "merge.h"
 #include "lib/sbitmap.h"
@@ -129,11 +130,9 @@ struct mq_hw_queue {
 	struct mq_list_head dispatch;	/* leftovers, retried first */
 
 	/* The queue worker: only runs punted by a busy queue go here. */
-	pthread_t worker;
-	pthread_mutex_t wlock;
-	pthread_cond_t wcond;
-	bool wpending, wstop;
-	uint64_t wdelay_until;
+	struct mq_kthread worker;
+	bool wpending;			/* under the worker's lock */
+	uint64_t wdelay_until;		/* likewise */
 
 	struct mq_done_stats dstats;
 

@@ -26,12 +26,9 @@
 
 struct mq_task_worker {
 	struct mq_hw_queue *hctx;
-	pthread_mutex_t lock;
-	pthread_cond_t cond;
-	struct mq_bio *head, *tail;
+	struct mq_kthread kt;
+	struct mq_bio *head, *tail;	/* under kt's lock */
 	long nr;
-	bool stop;
-	pthread_t thread;
 	_Atomic pid_t tid;		/* set by the worker; read by stats */
 	_Atomic uint64_t runs, completed, wakeups;
 };
@@ -72,11 +69,11 @@ static void task_drain(struct mq_task_worker *w)
 		struct mq_bio *list;
 		long n;
 
-		pthread_mutex_lock(&w->lock);
+		mq_kthread_lock(&w->kt);
 		list = w->head;
 		w->head = w->tail = NULL;
 		w->nr = 0;
-		pthread_mutex_unlock(&w->lock);
+		mq_kthread_unlock(&w->kt);
 		if (!list)
 			return;
 		n = task_end_chain(list);
@@ -93,13 +90,14 @@ static void *task_worker_main(void *arg)
 	struct mq_queue *q = w->hctx->q;
 
 	atomic_store(&w->tid, mq_thread_id());
-	pthread_mutex_lock(&w->lock);
+	mq_kthread_lock(&w->kt);
 	for (;;) {
-		while (!w->head && !w->stop)
-			pthread_cond_wait(&w->cond, &w->lock);
-		if (!w->head && w->stop)
+		/* A stop still drains what was queued. */
+		while (!w->head && mq_kthread_wait_locked(&w->kt, 0))
+			;
+		if (!w->head)
 			break;
-		pthread_mutex_unlock(&w->lock);
+		mq_kthread_unlock(&w->kt);
 		mq_stat_inc_shared(&w->wakeups, 1);
 		/* Let completions pile up: one wake-up for a batch. */
 		uint64_t delay = atomic_load(&q->complete_delay_ns);
@@ -107,9 +105,9 @@ static void *task_worker_main(void *arg)
 		if (delay)
 			task_sleep_ns(delay);
 		task_drain(w);
-		pthread_mutex_lock(&w->lock);
+		mq_kthread_lock(&w->kt);
 	}
-	pthread_mutex_unlock(&w->lock);
+	mq_kthread_unlock(&w->kt);
 	return NULL;
 }
 
@@ -120,7 +118,7 @@ void mq_task_defer(struct mq_hw_queue *hctx, struct mq_bio *head,
 	bool was_empty;
 
 	atomic_fetch_add(&hctx->q->task_pending, nr);
-	pthread_mutex_lock(&w->lock);
+	mq_kthread_lock(&w->kt);
 	was_empty = !w->head;
 	if (w->tail)
 		w->tail->next = head;
@@ -129,22 +127,22 @@ void mq_task_defer(struct mq_hw_queue *hctx, struct mq_bio *head,
 	w->tail = tail;
 	w->nr += nr;
 	if (was_empty)
-		pthread_cond_signal(&w->cond);
-	pthread_mutex_unlock(&w->lock);
+		mq_kthread_kick_locked(&w->kt);
+	mq_kthread_unlock(&w->kt);
 }
 
 struct mq_task_worker *mq_task_worker_start(struct mq_hw_queue *hctx)
 {
 	struct mq_task_worker *w = calloc(1, sizeof(*w));
+	char name[16];
 
 	if (!w)
 		return NULL;
 	w->hctx = hctx;
-	pthread_mutex_init(&w->lock, NULL);
-	pthread_cond_init(&w->cond, NULL);
-	if (pthread_create(&w->thread, NULL, task_worker_main, w)) {
-		pthread_cond_destroy(&w->cond);
-		pthread_mutex_destroy(&w->lock);
+	snprintf(name, sizeof(name), "mq-done%u", hctx->index);
+	mq_kthread_init(&w->kt);
+	if (mq_kthread_start(&w->kt, name, task_worker_main, w)) {
+		mq_kthread_stop(&w->kt);
 		free(w);
 		return NULL;
 	}
@@ -155,13 +153,7 @@ void mq_task_worker_stop(struct mq_task_worker *w)
 {
 	if (!w)
 		return;
-	pthread_mutex_lock(&w->lock);
-	w->stop = true;
-	pthread_cond_signal(&w->cond);
-	pthread_mutex_unlock(&w->lock);
-	pthread_join(w->thread, NULL);
-	pthread_cond_destroy(&w->cond);
-	pthread_mutex_destroy(&w->lock);
+	mq_kthread_stop(&w->kt);
 	free(w);
 }
 

@@ -21,6 +21,7 @@ libmqblk_a_SOURCES = \
 	%reldir%/tag.c \
 	%reldir%/worker.c \
 	%reldir%/lib/clock.c \
+	%reldir%/lib/kthread.c \
 	%reldir%/lib/rbtree.c \
 	%reldir%/lib/sbitmap.c \
 	%reldir%/lib/sbitmap.h \

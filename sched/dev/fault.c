@@ -38,9 +38,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 #include "mqfs/clock.h"
+#include "mqfs/kthread.h"
 #include "dev_i.h"
 #include "mqfs/dev/fault.h"
 
@@ -82,14 +82,15 @@ struct fault_dev {
 	struct mq_rb_root cache;	/* changed by the worker only */
 	uint64_t nr_cached;
 
-	pthread_mutex_t qlock;		/* both FIFOs, the cut request */
-	pthread_cond_t wcond, tcond, cut_cond;
-	struct fault_fifo work, due;
+	/* The two threads' locks are leaves, each guarding its FIFO. */
+	struct mq_kthread worker;	/* lock: @work and the cut below */
+	struct fault_fifo work;
 	int cut_mode, cut_result;	/* cut_mode -1: no cut asked */
 	uint64_t arm_left;		/* write-like requests to the cut */
 	int arm_mode;
-	bool stop, timer_running;
-	pthread_t worker, timer;
+	pthread_cond_t cut_cond;	/* a cut is over (worker's lock) */
+	struct mq_kthread timer;	/* lock: @due; runs with a latency */
+	struct fault_fifo due;
 
 	pthread_mutex_t irq_lock;	/* held while completing */
 	_Atomic int sync_status;	/* the worker's own lower I/O */
@@ -171,18 +172,18 @@ static void fault_finish(struct fault_dev *fd, struct mq_request *rq,
 	struct fault_cmd *cmd = mq_rq_pdu(rq);
 
 	if (fd->latency_ns) {
-		pthread_mutex_lock(&fd->qlock);
-		/* Checked under qlock: a cut empties the FIFO under it. */
+		mq_kthread_lock(&fd->timer);
+		/* Checked under this lock: a cut empties the FIFO under it. */
 		if (!atomic_load(&fd->dead)) {
 			cmd->due_ns = mq_clock_ns() + fd->latency_ns;
 			cmd->done_status = status;
 			if (!fd->due.head)
-				pthread_cond_signal(&fd->tcond);
+				mq_kthread_kick_locked(&fd->timer);
 			fault_fifo_push(&fd->due, rq);
-			pthread_mutex_unlock(&fd->qlock);
+			mq_kthread_unlock(&fd->timer);
 			return;
 		}
-		pthread_mutex_unlock(&fd->qlock);
+		mq_kthread_unlock(&fd->timer);
 	}
 	if (atomic_load(&fd->dead)) {
 		status = -EIO;
@@ -195,37 +196,33 @@ static void fault_finish(struct fault_dev *fd, struct mq_request *rq,
 static void fault_timer_wait(struct fault_dev *fd, uint64_t due)
 {
 	uint64_t now = mq_clock_ns(), wait = due > now ? due - now : 0;
-	struct timespec ts;
 
 	if (atomic_load_explicit(&mq_clock_is_fake, memory_order_relaxed))
 		wait = MQ_MIN(wait, (uint64_t)FAULT_FAKE_POLL_NS);
-	wait += mq_clock_real_ns();
-	ts.tv_sec = (time_t)(wait / 1000000000ull);
-	ts.tv_nsec = (long)(wait % 1000000000ull);
-	pthread_cond_timedwait(&fd->tcond, &fd->qlock, &ts);
+	mq_kthread_wait_locked(&fd->timer, mq_clock_real_ns() + wait);
 }
 
 static void *fault_timer_main(void *arg)
 {
 	struct fault_dev *fd = arg;
 
-	pthread_mutex_lock(&fd->qlock);
-	while (!fd->stop) {
+	mq_kthread_lock(&fd->timer);
+	while (!mq_kthread_should_stop_locked(&fd->timer)) {
 		struct mq_request *rq = fd->due.head;
 		struct fault_cmd *cmd = rq ? mq_rq_pdu(rq) : NULL;
 
 		if (!rq) {
-			pthread_cond_wait(&fd->tcond, &fd->qlock);
+			mq_kthread_wait_locked(&fd->timer, 0);
 		} else if (cmd->due_ns > mq_clock_ns()) {
 			fault_timer_wait(fd, cmd->due_ns);
 		} else {
 			fault_fifo_pop(&fd->due);
-			pthread_mutex_unlock(&fd->qlock);
+			mq_kthread_unlock(&fd->timer);
 			fault_complete(fd, rq, cmd->done_status);
-			pthread_mutex_lock(&fd->qlock);
+			mq_kthread_lock(&fd->timer);
 		}
 	}
-	pthread_mutex_unlock(&fd->qlock);
+	mq_kthread_unlock(&fd->timer);
 	return NULL;
 }
 
@@ -235,10 +232,10 @@ static void fault_timer_fail_all(struct fault_dev *fd)
 	struct fault_fifo f;
 	struct mq_request *rq;
 
-	pthread_mutex_lock(&fd->qlock);
+	mq_kthread_lock(&fd->timer);
 	f = fd->due;
 	fd->due = (struct fault_fifo){ 0 };
-	pthread_mutex_unlock(&fd->qlock);
+	mq_kthread_unlock(&fd->timer);
 	while ((rq = fault_fifo_pop(&f))) {
 		atomic_fetch_add(&fd->powered_off, 1);
 		fault_complete(fd, rq, -EIO);
@@ -568,14 +565,14 @@ static void *fault_worker_main(void *arg)
 	struct fault_dev *fd = arg;
 	struct mq_request *rq;
 
-	pthread_mutex_lock(&fd->qlock);
+	mq_kthread_lock(&fd->worker);
 	for (;;) {
 		if (fd->cut_mode >= 0) {
 			enum mq_fault_cut mode = fd->cut_mode;
 
-			pthread_mutex_unlock(&fd->qlock);
+			mq_kthread_unlock(&fd->worker);
 			fd->cut_result = fault_do_cut(fd, mode);
-			pthread_mutex_lock(&fd->qlock);
+			mq_kthread_lock(&fd->worker);
 			fd->cut_mode = -1;
 			pthread_cond_broadcast(&fd->cut_cond);
 		} else if ((rq = fault_fifo_pop(&fd->work))) {
@@ -584,18 +581,16 @@ static void *fault_worker_main(void *arg)
 
 			if (rq->op != MQ_OP_READ)
 				atomic_fetch_add(&fd->writes, 1);
-			pthread_mutex_unlock(&fd->qlock);
+			mq_kthread_unlock(&fd->worker);
 			if (cut && !atomic_load(&fd->dead))
 				(void)fault_do_cut(fd, fd->arm_mode);
 			fault_handle(fd, rq);
-			pthread_mutex_lock(&fd->qlock);
-		} else if (fd->stop) {
-			break;
-		} else {
-			pthread_cond_wait(&fd->wcond, &fd->qlock);
+			mq_kthread_lock(&fd->worker);
+		} else if (!mq_kthread_wait_locked(&fd->worker, 0)) {
+			break;		/* stop, and nothing left to do */
 		}
 	}
-	pthread_mutex_unlock(&fd->qlock);
+	mq_kthread_unlock(&fd->worker);
 	return NULL;
 }
 
@@ -619,35 +614,29 @@ static int fault_queue_rq(struct mq_hw_queue *hctx, struct mq_request *rq,
 {
 	struct fault_dev *fd = to_fault(mq_hctx_dev(hctx));
 
-	pthread_mutex_lock(&fd->qlock);
+	mq_kthread_lock(&fd->worker);
 	if (!fd->work.head)
-		pthread_cond_signal(&fd->wcond);
+		mq_kthread_kick_locked(&fd->worker);
 	fault_fifo_push(&fd->work, rq);
-	pthread_mutex_unlock(&fd->qlock);
+	mq_kthread_unlock(&fd->worker);
 	return 0;
 }
 
-/* Stop and join both threads (the timer only when it runs). */
+/*
+ * Stop and join the threads that run, and free their locks.  The worker
+ * first: with no request left, nothing it does reaches the timer.
+ */
 static void fault_stop_threads(struct fault_dev *fd)
 {
-	pthread_mutex_lock(&fd->qlock);
-	fd->stop = true;
-	pthread_cond_signal(&fd->wcond);
-	pthread_cond_signal(&fd->tcond);
-	pthread_mutex_unlock(&fd->qlock);
-	pthread_join(fd->worker, NULL);
-	if (fd->timer_running)
-		pthread_join(fd->timer, NULL);
+	mq_kthread_stop(&fd->worker);
+	mq_kthread_stop(&fd->timer);
 }
 
 static void fault_free(struct fault_dev *fd)
 {
 	fault_cache_drop(fd, 0, UINT64_MAX);
 	pthread_mutex_destroy(&fd->lock);
-	pthread_mutex_destroy(&fd->qlock);
 	pthread_mutex_destroy(&fd->irq_lock);
-	pthread_cond_destroy(&fd->wcond);
-	pthread_cond_destroy(&fd->tcond);
 	pthread_cond_destroy(&fd->cut_cond);
 	free(fd);
 }
@@ -673,17 +662,12 @@ static const struct mq_dev_ops fault_ops = {
 
 static void fault_init_locks(struct fault_dev *fd)
 {
-	pthread_condattr_t ca;
-
 	pthread_mutex_init(&fd->lock, NULL);
-	pthread_mutex_init(&fd->qlock, NULL);
 	pthread_mutex_init(&fd->irq_lock, NULL);
-	pthread_condattr_init(&ca);
-	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-	pthread_cond_init(&fd->wcond, &ca);
-	pthread_cond_init(&fd->tcond, &ca);
-	pthread_cond_init(&fd->cut_cond, &ca);
-	pthread_condattr_destroy(&ca);
+	pthread_cond_init(&fd->cut_cond, NULL);
+	/* A cut empties the timer's FIFO even when no timer runs. */
+	mq_kthread_init(&fd->worker);
+	mq_kthread_init(&fd->timer);
 }
 
 /* Seed 0 asks for a fresh one: print it so the run can be replayed. */
@@ -723,15 +707,16 @@ static void fault_setup(struct fault_dev *fd, struct mq_dev *lower,
 	fd->cut_mode = -1;
 }
 
+/* 0 or -errno; on failure, the caller stops what did start. */
 static int fault_start_threads(struct fault_dev *fd)
 {
-	if (pthread_create(&fd->worker, NULL, fault_worker_main, fd))
-		return -EAGAIN;
-	fd->timer_running = fd->latency_ns &&
-		!pthread_create(&fd->timer, NULL, fault_timer_main, fd);
-	if (fd->latency_ns && !fd->timer_running)
-		fault_stop_threads(fd);
-	return fd->latency_ns && !fd->timer_running ? -EAGAIN : 0;
+	int ret = mq_kthread_start(&fd->worker, "fault-worker",
+				   fault_worker_main, fd);
+
+	if (!ret && fd->latency_ns)
+		ret = mq_kthread_start(&fd->timer, "fault-timer",
+				       fault_timer_main, fd);
+	return ret;
 }
 
 int mq_fault_open(struct mq_dev *lower, const struct mq_fault_config *cfg,
@@ -764,6 +749,7 @@ int mq_fault_open(struct mq_dev *lower, const struct mq_fault_config *cfg,
 	if (err) {
 		fprintf(stderr, "mqfs: %s: cannot start: %s\n", fd->dev.name,
 			strerror(-err));
+		fault_stop_threads(fd);
 		if (fd->lq)
 			mq_queue_destroy(fd->lq);
 		fault_free(fd);
@@ -797,17 +783,17 @@ int mq_fault_power_cut(struct mq_dev *dev, enum mq_fault_cut mode)
 		return -EINVAL;
 	/* Our own plugged requests would otherwise wait past the cut. */
 	mq_flush_plug();
-	pthread_mutex_lock(&fd->qlock);
+	mq_kthread_lock(&fd->worker);
 	if (fd->cut_mode >= 0 || atomic_load(&fd->dead)) {
-		pthread_mutex_unlock(&fd->qlock);
+		mq_kthread_unlock(&fd->worker);
 		return -EALREADY;
 	}
 	fd->cut_mode = (int)mode;
-	pthread_cond_signal(&fd->wcond);
+	mq_kthread_kick_locked(&fd->worker);
 	while (fd->cut_mode >= 0)
-		pthread_cond_wait(&fd->cut_cond, &fd->qlock);
+		pthread_cond_wait(&fd->cut_cond, &fd->worker.lock);
 	ret = fd->cut_result;
-	pthread_mutex_unlock(&fd->qlock);
+	mq_kthread_unlock(&fd->worker);
 	return ret;
 }
 
@@ -818,10 +804,10 @@ int mq_fault_arm_cut(struct mq_dev *dev, uint64_t nth,
 
 	if (mode != MQ_FAULT_CUT_LOSE && mode != MQ_FAULT_CUT_TORN)
 		return -EINVAL;
-	pthread_mutex_lock(&fd->qlock);
+	mq_kthread_lock(&fd->worker);
 	fd->arm_left = nth;
 	fd->arm_mode = (int)mode;
-	pthread_mutex_unlock(&fd->qlock);
+	mq_kthread_unlock(&fd->worker);
 	return 0;
 }
 

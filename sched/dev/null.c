@@ -17,8 +17,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
-#include <time.h>
 #include "mqfs/clock.h"
+#include "mqfs/kthread.h"
 #include "dev_i.h"
 #include "mqfs/dev/null.h"
 
@@ -36,14 +36,10 @@ struct null_queue {
 struct null_dev {
 	struct mq_dev dev;
 	struct mq_null_config cfg;
-	pthread_mutex_t lock;		/* the FIFO */
-	pthread_cond_t cond;
+	struct mq_kthread timer;	/* its lock: the FIFO (a leaf) */
 	pthread_mutex_t irq_lock;	/* held while the timer completes */
 	struct mq_request *head, *tail;
 	_Atomic unsigned inflight;
-	bool stop;
-	bool timer_running;
-	pthread_t timer;
 };
 
 static struct null_dev *to_null(struct mq_dev *dev)
@@ -88,16 +84,16 @@ static void null_fifo_push(struct null_dev *nd, struct mq_request *rq)
 
 	cmd->due_ns = rq->start_ns + nd->cfg.latency_ns;
 	cmd->next = NULL;
-	pthread_mutex_lock(&nd->lock);
+	mq_kthread_lock(&nd->timer);
 	was_empty = !nd->head;
 	if (nd->tail)
 		((struct null_cmd *)mq_rq_pdu(nd->tail))->next = rq;
 	else
 		nd->head = rq;
 	nd->tail = rq;
-	if (was_empty && nd->timer_running)
-		pthread_cond_signal(&nd->cond);
-	pthread_mutex_unlock(&nd->lock);
+	if (was_empty)
+		mq_kthread_kick_locked(&nd->timer);
+	mq_kthread_unlock(&nd->timer);
 }
 
 static int null_queue_rq(struct mq_hw_queue *hctx, struct mq_request *rq,
@@ -150,14 +146,6 @@ static void null_complete(struct null_dev *nd, struct mq_request **rqs,
 	mq_complete_batch(rqs, n);
 }
 
-static void null_wait_until(struct null_dev *nd, uint64_t due)
-{
-	struct timespec ts = { .tv_sec = (time_t)(due / 1000000000ull),
-			       .tv_nsec = (long)(due % 1000000000ull) };
-
-	pthread_cond_timedwait(&nd->cond, &nd->lock, &ts);
-}
-
 static void *null_timer_main(void *arg)
 {
 	struct null_dev *nd = arg;
@@ -165,27 +153,27 @@ static void *null_timer_main(void *arg)
 
 	/* Microsecond latencies need a tight timer, not the 50 us default. */
 	prctl(PR_SET_TIMERSLACK, 1000UL);
-	pthread_mutex_lock(&nd->lock);
-	while (!nd->stop) {
+	mq_kthread_lock(&nd->timer);
+	while (!mq_kthread_should_stop_locked(&nd->timer)) {
 		unsigned n;
 
 		if (!nd->head) {
-			pthread_cond_wait(&nd->cond, &nd->lock);
+			mq_kthread_wait_locked(&nd->timer, 0);
 			continue;
 		}
 		n = null_pop_due(nd, mq_clock_ns(), batch, NULL_BATCH);
 		if (!n) {
-			null_wait_until(nd, ((struct null_cmd *)
-					     mq_rq_pdu(nd->head))->due_ns);
+			mq_kthread_wait_locked(&nd->timer, ((struct null_cmd *)
+					       mq_rq_pdu(nd->head))->due_ns);
 			continue;
 		}
-		pthread_mutex_unlock(&nd->lock);
+		mq_kthread_unlock(&nd->timer);
 		pthread_mutex_lock(&nd->irq_lock);
 		null_complete(nd, batch, n);
 		pthread_mutex_unlock(&nd->irq_lock);
-		pthread_mutex_lock(&nd->lock);
+		mq_kthread_lock(&nd->timer);
 	}
-	pthread_mutex_unlock(&nd->lock);
+	mq_kthread_unlock(&nd->timer);
 	return NULL;
 }
 
@@ -196,9 +184,9 @@ unsigned mq_null_complete_due(struct mq_dev *dev)
 	unsigned n, total = 0;
 
 	do {
-		pthread_mutex_lock(&nd->lock);
+		mq_kthread_lock(&nd->timer);
 		n = null_pop_due(nd, mq_clock_ns(), batch, NULL_BATCH);
-		pthread_mutex_unlock(&nd->lock);
+		mq_kthread_unlock(&nd->timer);
 		if (n)
 			null_complete(nd, batch, n);
 		total += n;
@@ -215,15 +203,7 @@ static void null_close(struct mq_dev *dev)
 {
 	struct null_dev *nd = to_null(dev);
 
-	if (nd->timer_running) {
-		pthread_mutex_lock(&nd->lock);
-		nd->stop = true;
-		pthread_cond_signal(&nd->cond);
-		pthread_mutex_unlock(&nd->lock);
-		pthread_join(nd->timer, NULL);
-	}
-	pthread_cond_destroy(&nd->cond);
-	pthread_mutex_destroy(&nd->lock);
+	mq_kthread_stop(&nd->timer);
 	pthread_mutex_destroy(&nd->irq_lock);
 	free(nd);
 }
@@ -261,7 +241,6 @@ static void null_set_geometry(struct null_dev *nd)
 int mq_null_open(const struct mq_null_config *cfg, struct mq_dev **out)
 {
 	struct null_dev *nd = calloc(1, sizeof(*nd));
-	pthread_condattr_t ca;
 	int err;
 
 	*out = NULL;
@@ -272,19 +251,16 @@ int mq_null_open(const struct mq_null_config *cfg, struct mq_dev **out)
 	nd->dev.rq_pdu_size = sizeof(struct null_cmd);
 	snprintf(nd->dev.name, sizeof(nd->dev.name), "null");
 	null_set_geometry(nd);
-	pthread_mutex_init(&nd->lock, NULL);
+	/* MANUAL mode keeps the FIFO under the lock, with no thread. */
+	mq_kthread_init(&nd->timer);
 	pthread_mutex_init(&nd->irq_lock, NULL);
-	pthread_condattr_init(&ca);
-	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-	pthread_cond_init(&nd->cond, &ca);
-	pthread_condattr_destroy(&ca);
 	if (nd->cfg.irqmode == MQ_NULL_IRQ_TIMER) {
-		err = -pthread_create(&nd->timer, NULL, null_timer_main, nd);
+		err = mq_kthread_start(&nd->timer, "null-timer",
+				       null_timer_main, nd);
 		if (err) {
 			null_close(&nd->dev);
 			return err;
 		}
-		nd->timer_running = true;
 	}
 	*out = &nd->dev;
 	return 0;

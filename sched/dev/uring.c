@@ -235,9 +235,56 @@ static void uring_submit_busy(struct uring_queue *uq)
 }
 
 /*
+ * io_uring_enter() failed in a way no retry mends (EBADF, EBADFD,
+ * EOWNERDEAD...: the ring, not the device).  Its SQEs are published but
+ * unread, and the next enter that works would run them after their
+ * requests were failed and reused: take them back - rewind the tail to
+ * the kernel's head (without SQPOLL the kernel reads SQEs only inside an
+ * enter, and only the queue's run submits) - and fail their requests
+ * with -EIO through the completion path, so the filesystem's errors=
+ * policy decides.  A live SQPOLL thread may be reading them: it keeps
+ * them.
+ */
+static void uring_submit_failed(struct uring_queue *uq, int err)
+{
+	struct io_uring_sq *sq = &uq->ring.sq;
+	unsigned head = io_uring_smp_load_acquire(sq->khead);
+	unsigned n = sq->sqe_tail - head, nr = 0;
+	struct mq_rq_list failed = { 0 };
+	struct mq_request *rq;
+
+	uq->unsubmitted = 0;
+	if ((uq->ring.flags & IORING_SETUP_SQPOLL) && err != -EOWNERDEAD) {
+		fprintf(stderr, "mqfs: uring %s q%u: submit: %s: left to the "
+			"SQ thread\n", uq->ud->dev.name, uq->index,
+			strerror(-err));
+		return;
+	}
+	for (unsigned i = 0; i < n; i++) {
+		uint64_t data = sq->sqes[(head + i) & sq->ring_mask].user_data;
+
+		rq = (struct mq_request *)(uintptr_t)data;
+		/* Not a NOP standing in, nor the reaper's stop. */
+		if (rq && (void *)rq != URING_STOP) {
+			/* Ours since queue_rq: rq_next is free to link it. */
+			mq_rq_list_add_tail(&failed, rq);
+			nr++;
+		}
+	}
+	sq->sqe_head = sq->sqe_tail = head;
+	io_uring_smp_store_release(sq->ktail, head);
+	atomic_fetch_sub(&uq->inflight, n);
+	fprintf(stderr, "mqfs: uring %s q%u: submit: %s: %u requests failed "
+		"with EIO\n", uq->ud->dev.name, uq->index, strerror(-err), nr);
+	while ((rq = mq_rq_list_pop(&failed)))
+		mq_complete_request(rq, -EIO);
+}
+
+/*
  * The doorbell.  SQEs are counted in @inflight before they become visible
  * to the kernel, so a poller never misses one (it may briefly wait for
- * one still being submitted, which this loop always finishes).
+ * one still being submitted, which this loop finishes unless the ring
+ * breaks).
  */
 static void uring_submit(struct uring_queue *uq)
 {
@@ -255,9 +302,8 @@ static void uring_submit(struct uring_queue *uq)
 			continue;
 		}
 		if (ret != -EAGAIN && ret != -EBUSY && ret != -EINTR) {
-			fprintf(stderr, "mqfs: uring %s q%u: submit: %s\n",
-				uq->ud->dev.name, uq->index, strerror(-ret));
-			abort();
+			uring_submit_failed(uq, ret);
+			return;
 		}
 		uring_submit_busy(uq);
 	}

@@ -13,8 +13,11 @@
  *      under either).
  * The write-behind lock (wback.c) nests inside inode locks and is held
  * only around its own lists; under it only the inode-cache lock (to pin
- * an inode) and its buffer pool's lock (databuf.c) are taken.
+ * an inode), its buffer pool's lock (databuf.c) and the flusher's kick
+ * lock are taken.
  * The commit takes the commit rwlock exclusively and never an inode lock.
+ * The commit thread's and the flusher's own locks (mqfs/kthread.h) are
+ * leaves: held only to kick or to sleep.
  */
 #ifndef MQFS_FS_I_H
 #define MQFS_FS_I_H

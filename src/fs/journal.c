@@ -39,11 +39,13 @@
  * Locks: commit_mutex (one commit at a time, held through the
  * checkpoint and the fs->checkpointed call) -> commit_rw ->
  * buffer locks -> j->lock (mqfs_trans_dirty takes it under a buffer
- * lock) -> buffer-cache lock.  Handles do not nest: a thread holds at
- * most one, since a writer-preferring rwlock deadlocks on a nested read
- * lock while a commit waits; for the same reason a thread holding a
- * handle must not commit or wait for a commit, and nobody may wait for
- * a commit while holding a lock that fs->checkpointed takes.
+ * lock) -> buffer-cache lock; the commit thread's own lock (j->kt) is
+ * a leaf, taken under j->lock only to kick it.  Handles do not nest: a
+ * thread holds at most one, since a writer-preferring rwlock deadlocks
+ * on a nested read lock while a commit waits; for the same reason a
+ * thread holding a handle must not commit or wait for a commit, and
+ * nobody may wait for a commit while holding a lock that
+ * fs->checkpointed takes.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -54,6 +56,8 @@
 #include <xxhash.h>
 
 #include "fs_i.h"
+#include "mqfs/clock.h"
+#include "mqfs/kthread.h"
 
 #define JNL_DEFAULT_INTERVAL_MS	5000u
 #define JNL_IO_CHUNK		64u	/* blocks per journal write bio */
@@ -65,7 +69,6 @@ struct mqfs_journal {
 	pthread_rwlock_t hook_rw;	/* fs->pre_commit: calls shared */
 	pthread_mutex_t lock;		/* everything below */
 	pthread_cond_t cond;		/* seqs moved, reservations dropped */
-	pthread_cond_t kick_cond;	/* the commit thread's (monotonic) */
 	struct mq_list_head running;	/* DIRTY buffers, by txn_link */
 	unsigned nr_bufs;		/* on @running */
 	unsigned reserved;		/* credits of open handles, unused */
@@ -74,9 +77,8 @@ struct mqfs_journal {
 	uint64_t running_seq;
 	uint64_t durable_seq;
 	bool aborted;
-	bool kick, stop;
 	unsigned interval_ms;
-	pthread_t thread;
+	struct mq_kthread kt;		/* the commit thread */
 	uint64_t commits, blocks_logged;
 };
 
@@ -172,12 +174,6 @@ static bool jnl_room_locked(struct mqfs_journal *j, unsigned credits)
 	return j->nr_bufs + j->reserved + credits <= j->limit;
 }
 
-static void jnl_kick_locked(struct mqfs_journal *j)
-{
-	j->kick = true;
-	pthread_cond_signal(&j->kick_cond);
-}
-
 /* A handle if there is room now: 0, -EAGAIN (none), -EROFS (aborted). */
 static int jnl_try_reserve(struct mqfs_journal *j, unsigned credits,
 			   struct mqfs_handle *h, uint64_t *seq)
@@ -197,7 +193,7 @@ static int jnl_try_reserve(struct mqfs_journal *j, unsigned credits,
 	}
 	/* Full: let the commit take it. */
 	*seq = j->running_seq;
-	jnl_kick_locked(j);
+	mq_kthread_kick(&j->kt);
 	pthread_mutex_unlock(&j->lock);
 	pthread_rwlock_unlock(&j->commit_rw);
 	return -EAGAIN;
@@ -267,7 +263,7 @@ void mqfs_trans_dirty(struct mqfs_handle *h, struct mqfs_buf *b)
 			" beyond its credits\n", b->blocknr);
 	}
 	if (j->nr_bufs == j->limit / 2 + 1)
-		jnl_kick_locked(j);
+		mq_kthread_kick(&j->kt);
 	pthread_mutex_unlock(&j->lock);
 }
 
@@ -715,39 +711,16 @@ void mqfs_journal_stats(struct mqfs_fs *fs, uint64_t *commits,
 
 /* ---- the commit thread ------------------------------------------------------ */
 
-static void jnl_deadline(unsigned ms, struct timespec *ts)
-{
-	clock_gettime(CLOCK_MONOTONIC, ts);
-	ts->tv_sec += ms / 1000;
-	ts->tv_nsec += (long)(ms % 1000) * 1000000L;
-	if (ts->tv_nsec >= 1000000000L) {
-		ts->tv_sec++;
-		ts->tv_nsec -= 1000000000L;
-	}
-}
-
-/* Commit every interval, or at once when kicked. */
+/* Commit every interval (counted from the last commit), or when kicked. */
 static void *jnl_thread(void *arg)
 {
 	struct mqfs_journal *j = arg;
-	struct timespec due;
+	uint64_t interval_ns = j->interval_ms * 1000000ull;
 
-	pthread_mutex_lock(&j->lock);
-	while (!j->stop) {
-		jnl_deadline(j->interval_ms, &due);
-		while (!j->kick && !j->stop)
-			if (pthread_cond_timedwait(&j->kick_cond, &j->lock,
-						   &due) == ETIMEDOUT)
-				break;
-		if (j->stop)
-			break;
-		j->kick = false;
-		pthread_mutex_unlock(&j->lock);
+	while (mq_kthread_wait(&j->kt, mq_clock_real_ns() + interval_ns)) {
 		jnl_pre_commit(j, false);
 		jnl_commit_run(j);
-		pthread_mutex_lock(&j->lock);
 	}
-	pthread_mutex_unlock(&j->lock);
 	return NULL;
 }
 
@@ -756,7 +729,6 @@ static void *jnl_thread(void *arg)
 static void jnl_init_locks(struct mqfs_journal *j)
 {
 	pthread_rwlockattr_t ra;
-	pthread_condattr_t ca;
 
 	pthread_rwlockattr_init(&ra);
 	/* Writer preference: a stream of handles must not starve commits. */
@@ -765,10 +737,6 @@ static void jnl_init_locks(struct mqfs_journal *j)
 	pthread_rwlock_init(&j->commit_rw, &ra);
 	pthread_rwlock_init(&j->hook_rw, &ra);
 	pthread_rwlockattr_destroy(&ra);
-	pthread_condattr_init(&ca);
-	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-	pthread_cond_init(&j->kick_cond, &ca);
-	pthread_condattr_destroy(&ca);
 	pthread_cond_init(&j->cond, NULL);
 	pthread_mutex_init(&j->lock, NULL);
 	pthread_mutex_init(&j->commit_mutex, NULL);
@@ -780,7 +748,6 @@ static void jnl_free(struct mqfs_journal *j)
 	pthread_mutex_destroy(&j->commit_mutex);
 	pthread_mutex_destroy(&j->lock);
 	pthread_cond_destroy(&j->cond);
-	pthread_cond_destroy(&j->kick_cond);
 	pthread_rwlock_destroy(&j->commit_rw);
 	pthread_rwlock_destroy(&j->hook_rw);
 	free(j);
@@ -807,8 +774,10 @@ int mqfs_journal_create(struct mqfs_fs *fs)
 	seq = jnl_sb_seq(fs);
 	j->running_seq = seq ? seq : 1;
 	j->durable_seq = j->running_seq - 1;
-	err = -pthread_create(&j->thread, NULL, jnl_thread, j);
+	mq_kthread_init(&j->kt);
+	err = mq_kthread_start(&j->kt, "mqfs-commit", jnl_thread, j);
 	if (err) {
+		mq_kthread_stop(&j->kt);
 		jnl_free(j);
 		return err;
 	}
@@ -832,13 +801,9 @@ int mqfs_journal_destroy(struct mqfs_fs *fs)
 		jnl_abort(j);
 		jnl_commit_run(j);
 	}
-	pthread_mutex_lock(&j->lock);
-	j->stop = true;
-	pthread_cond_signal(&j->kick_cond);
-	if (j->aborted && !err)
+	mq_kthread_stop(&j->kt);
+	if (!err && jnl_aborted(j))
 		err = -EIO;
-	pthread_mutex_unlock(&j->lock);
-	pthread_join(j->thread, NULL);
 	if (!err)
 		err = pre;
 	fs->journal = NULL;

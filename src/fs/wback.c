@@ -44,6 +44,7 @@
 #include <string.h>
 
 #include "fs_i.h"
+#include "mqfs/kthread.h"
 
 #define WB_BS			((uint64_t)MQFS_BLOCK_SIZE)
 #define WB_MASK			(WB_BS - 1)
@@ -89,7 +90,6 @@ struct wb_batch {
 struct mqfs_wback {
 	struct mqfs_fs *fs;
 	pthread_mutex_t lock;
-	pthread_cond_t work;		/* the flusher: queue not empty */
 	pthread_cond_t room;		/* writers: a buffer was dropped */
 	pthread_cond_t done;		/* batch owners: an entry finished */
 	pthread_cond_t idle;		/* sync_all: an inode was finished */
@@ -100,8 +100,7 @@ struct mqfs_wback {
 	uint64_t dirty;			/* bytes of live entries: their
 					 * blocks are the space promised */
 	unsigned active;		/* batches being written */
-	bool stop;
-	pthread_t thread;
+	struct mq_kthread flusher;	/* kicked under @lock: a leaf */
 	struct mqfs_wback_stats st;	/* counters (lock) */
 };
 
@@ -161,7 +160,7 @@ static void wb_queue_locked(struct mqfs_wback *wb, struct mqfs_ino *ip)
 		return;
 	ip->wb.queued = true;
 	mq_list_add_tail(&ip->wb.qlink, &wb->queue);
-	pthread_cond_signal(&wb->work);
+	mq_kthread_kick(&wb->flusher);
 }
 
 /* ---- accepting a write ------------------------------------------------- */
@@ -697,31 +696,40 @@ static void wb_flush_inode(struct mqfs_wback *wb, struct mqfs_ino *ip)
 		mqfs_iput(wb->fs, ip);
 }
 
-static void *wb_flusher(void *arg)
+/* The first queued inode, taken off the queue; NULL when there is none. */
+static struct mqfs_ino *wb_next(struct mqfs_wback *wb)
 {
-	struct mqfs_wback *wb = arg;
+	struct mqfs_ino *ip = NULL;
 
 	pthread_mutex_lock(&wb->lock);
-	for (;;) {
-		struct mqfs_ino *ip;
-
-		if (mq_list_empty(&wb->queue)) {
-			if (wb->stop)
-				break;
-			pthread_cond_wait(&wb->work, &wb->lock);
-			continue;
-		}
+	if (!mq_list_empty(&wb->queue)) {
 		ip = mq_list_first_entry(&wb->queue, struct mqfs_ino, wb.qlink);
 		mq_list_del_init(&ip->wb.qlink);
 		ip->wb.queued = false;
-		wb->active++;		/* sync_all waits for this inode too */
-		pthread_mutex_unlock(&wb->lock);
+		wb->active++;	/* sync_all waits for this inode too */
+	}
+	pthread_mutex_unlock(&wb->lock);
+	return ip;
+}
+
+/* Told to stop, the flusher still empties the queue before it exits. */
+static void *wb_flusher(void *arg)
+{
+	struct mqfs_wback *wb = arg;
+	bool run = true;
+	struct mqfs_ino *ip;
+
+	while ((ip = wb_next(wb)) || run) {
+		if (!ip) {
+			run = mq_kthread_wait(&wb->flusher, 0);
+			continue;
+		}
 		wb_flush_inode(wb, ip);
 		pthread_mutex_lock(&wb->lock);
 		wb->active--;
 		pthread_cond_broadcast(&wb->idle);
+		pthread_mutex_unlock(&wb->lock);
 	}
-	pthread_mutex_unlock(&wb->lock);
 	return NULL;
 }
 
@@ -807,20 +815,21 @@ int mqfs_wback_create(struct mqfs_fs *fs, uint64_t limit_bytes)
 		return err;
 	}
 	pthread_mutex_init(&wb->lock, NULL);
-	pthread_cond_init(&wb->work, NULL);
 	pthread_cond_init(&wb->room, NULL);
 	pthread_cond_init(&wb->done, NULL);
 	pthread_cond_init(&wb->idle, NULL);
 	pthread_cond_init(&wb->filled, NULL);
 	mq_list_init(&wb->queue);
 	fs->wback = wb;
-	if (pthread_create(&wb->thread, NULL, wb_flusher, wb)) {
+	mq_kthread_init(&wb->flusher);
+	err = mq_kthread_start(&wb->flusher, "mqfs-flusher", wb_flusher, wb);
+	if (err) {
+		mq_kthread_stop(&wb->flusher);
 		fs->wback = NULL;
 		mqfs_bufpool_destroy(wb->pool);
 		free(wb);
-		return -EAGAIN;
 	}
-	return 0;
+	return err;
 }
 
 void mqfs_wback_destroy(struct mqfs_fs *fs)
@@ -829,18 +838,13 @@ void mqfs_wback_destroy(struct mqfs_fs *fs)
 
 	if (!wb)
 		return;
-	pthread_mutex_lock(&wb->lock);
-	wb->stop = true;
-	pthread_cond_signal(&wb->work);
-	pthread_mutex_unlock(&wb->lock);
-	pthread_join(wb->thread, NULL);
+	mq_kthread_stop(&wb->flusher);
 	MQ_ASSERT(!wb->active && !wb->dirty);
 	mqfs_bufpool_destroy(wb->pool);
 	pthread_cond_destroy(&wb->filled);
 	pthread_cond_destroy(&wb->idle);
 	pthread_cond_destroy(&wb->done);
 	pthread_cond_destroy(&wb->room);
-	pthread_cond_destroy(&wb->work);
 	pthread_mutex_destroy(&wb->lock);
 	free(wb);
 	fs->wback = NULL;

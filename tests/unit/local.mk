@@ -8,6 +8,7 @@
 # machinery) and <name>_fixture.h (with <name>_fixture.c when what they
 # share is functions); its _SOURCES list them all.
 BLK_UNIT_TESTS = \
+	tests/unit/test_kthread \
 	tests/unit/test_rbtree \
 	tests/unit/test_sbitmap \
 	tests/unit/test_deadline \
@@ -22,6 +23,7 @@ BLK_UNIT_TESTS = \
 	tests/unit/test_uring_rings \
 	tests/unit/test_uring_blockdev \
 	tests/unit/test_uring_poll \
+	tests/unit/test_uring_submit \
 	tests/unit/test_complete_task \
 	tests/unit/test_soak \
 	tests/unit/test_submit
@@ -56,6 +58,8 @@ EXTRA_DIST += tests/unit/t_util.h tests/unit/t_uring.h tests/unit/t_main.h \
 	tests/unit/t_fs.h tests/unit/t_fs_double.h tests/unit/t_fsio.h \
 	tests/unit/t_jforge.h tests/unit/t_dev.h
 
+tests_unit_test_kthread_CFLAGS = $(UNIT_CFLAGS)
+tests_unit_test_kthread_LDADD = $(UNIT_LDADD)
 tests_unit_test_rbtree_CFLAGS = $(UNIT_CFLAGS)
 tests_unit_test_rbtree_LDADD = $(UNIT_LDADD)
 tests_unit_test_sbitmap_SOURCES = tests/unit/test_sbitmap.c \
@@ -90,6 +94,8 @@ tests_unit_test_uring_blockdev_CFLAGS = $(UNIT_CFLAGS)
 tests_unit_test_uring_blockdev_LDADD = $(UNIT_LDADD)
 tests_unit_test_uring_poll_CFLAGS = $(UNIT_CFLAGS)
 tests_unit_test_uring_poll_LDADD = $(UNIT_LDADD)
+tests_unit_test_uring_submit_CFLAGS = $(UNIT_CFLAGS)
+tests_unit_test_uring_submit_LDADD = $(UNIT_LDADD)
 tests_unit_test_complete_task_CFLAGS = $(UNIT_CFLAGS)
 tests_unit_test_complete_task_LDADD = $(UNIT_LDADD)
 tests_unit_test_soak_SOURCES = tests/unit/test_soak.c \

@@ -15,6 +15,8 @@
  * Files live in a mkdtemp directory under $TMPDIR (default /var/tmp);
  * the loop device is attached by an unchecked fixture (in the parent
  * process) and detached in its teardown even when a test failed.
+ * g_submit_breaks makes the next submits fail as a broken ring's do
+ * (test_uring_submit).
  */
 #ifndef MQFS_TESTS_T_URING_H
 #define MQFS_TESTS_T_URING_H
@@ -37,8 +39,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "t_util.h"
 #include "t_main.h"
+#include "t_util.h"
 #include "mqfs/dev/uring.h"
 #include "t_dev.h"
 
@@ -84,11 +86,26 @@ static unsigned (*real_peek_batch)(struct io_uring *, struct io_uring_cqe **,
 				   unsigned);
 static atomic_ulong g_sq_full;		/* submits with a full SQ ring */
 static atomic_ulong g_cq_overflow;	/* reaps that saw CQ overflow */
+static atomic_int g_submit_breaks;	/* submits still to fail, EBADFD */
+
+/*
+ * What a broken ring's submit leaves (an R_DISABLED ring's, say): liburing
+ * has published the SQEs to the kernel, whose enter then refused them.
+ */
+static inline int ur_submit_broken(struct io_uring *ring)
+{
+	ring->sq.sqe_head = ring->sq.sqe_tail;
+	io_uring_smp_store_release(ring->sq.ktail, ring->sq.sqe_tail);
+	return -EBADFD;
+}
 
 int io_uring_submit(struct io_uring *ring)
 {
 	if (!io_uring_sq_space_left(ring))
 		atomic_fetch_add_explicit(&g_sq_full, 1, memory_order_relaxed);
+	if (atomic_load(&g_submit_breaks) > 0 &&
+	    atomic_fetch_sub(&g_submit_breaks, 1) > 0)
+		return ur_submit_broken(ring);
 	ur_tsan_release(ring);
 	return real_submit(ring);
 }

@@ -129,9 +129,9 @@ static inline bool t_hctx_idle(struct mq_hw_queue *hctx)
 {
 	bool pending;
 
-	pthread_mutex_lock(&hctx->wlock);
+	mq_kthread_lock(&hctx->worker);
 	pending = hctx->wpending;
-	pthread_mutex_unlock(&hctx->wlock);
+	mq_kthread_unlock(&hctx->worker);
 	return !pending && atomic_load(&hctx->run_state) == MQ_RUN_IDLE;
 }
 
