@@ -30,6 +30,8 @@ libmqfs_a_SOURCES = \
 	%reldir%/fs/inode.c \
 	%reldir%/fs/layout.c \
 	%reldir%/fs/journal.c \
+	%reldir%/fs/journal_i.h \
+	%reldir%/fs/journal_replay.c \
 	%reldir%/fs/lookups.c \
 	%reldir%/fs/mkfs.c \
 	%reldir%/fs/namei.c \
