@@ -27,12 +27,15 @@ libmqfs_a_SOURCES = \
 	%reldir%/fs/fsck_inode.c \
 	%reldir%/fs/fsck_repair.c \
 	%reldir%/fs/fsck_super.c \
+	%reldir%/fs/icache_i.h \
 	%reldir%/fs/inode.c \
+	%reldir%/fs/itable.c \
 	%reldir%/fs/layout.c \
 	%reldir%/fs/journal.c \
 	%reldir%/fs/lookups.c \
 	%reldir%/fs/mkfs.c \
 	%reldir%/fs/namei.c \
+	%reldir%/fs/orphan.c \
 	%reldir%/fs/readahead.c \
 	%reldir%/fs/sbcheck.c \
 	%reldir%/fs/slab.c \

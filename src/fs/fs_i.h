@@ -40,7 +40,8 @@ struct mqfs_bufpool;
 /*
  * What the inode cache needs of the modules above it when an inode goes
  * (the kernel's ->evict_inode): set by the mount (super.c), so that
- * inode.c calls none of the modules that call it.
+ * the inode cache (inode.c, orphan.c) calls none of the modules that
+ * call it.
  */
 struct mqfs_handle;
 struct mqfs_ino;
@@ -533,13 +534,6 @@ void mqfs_icache_destroy(struct mqfs_fs *fs);
 /* Get the in-core inode (reading it if needed); -ENOENT if free. */
 int mqfs_iget(struct mqfs_fs *fs, uint64_t ino, struct mqfs_ino **out);
 /*
- * Why the live inode record @d cannot be used (type, flags, inline data,
- * symlink length), or NULL; mqfs_iget refuses it, fsck clears it.  A
- * size past MQFS_MAX_FILE_BYTES is refused too; fsck caps it there.
- */
-const char *mqfs_inode_why_bad(const struct mqfs_inode *d);
-bool mqfs_inode_size_ok(const struct mqfs_inode *d);
-/*
  * Drop a reference.  When nothing refers to an unlinked inode any more
  * (refcount, nlookup and open_count all 0 and nlink 0) its blocks and
  * number are freed and it leaves the orphan list.  Since it may delete
@@ -550,15 +544,8 @@ void mqfs_iput(struct mqfs_fs *fs, struct mqfs_ino *ip);
 /* Set up a newly allocated inode number as an in-core inode (ref 1). */
 int mqfs_inew(struct mqfs_handle *h, uint64_t ino, mode_t mode, uid_t uid,
 	      gid_t gid, struct mqfs_ino **out);
-/* Write ip->d into its inode table block within @h. */
-int mqfs_inode_dirty(struct mqfs_handle *h, struct mqfs_ino *ip);
 void mqfs_inode_stat(struct mqfs_fs *fs, struct mqfs_ino *ip,
 		     struct stat *st);
-/* Orphan list (superblock head, inode orphan_next chain). */
-int mqfs_orphan_add(struct mqfs_handle *h, struct mqfs_ino *ip);
-int mqfs_orphan_del(struct mqfs_handle *h, struct mqfs_ino *ip);
-/* At mount: free every inode on the orphan list. */
-int mqfs_orphan_recover(struct mqfs_fs *fs);
 /* Take another reference on an inode the caller holds one on. */
 void mqfs_igrab(struct mqfs_fs *fs, struct mqfs_ino *ip);
 /* Lookup count and open count changes, for the front-end calls. */
@@ -587,6 +574,26 @@ void mqfs_ino_touch_lazy(struct mqfs_fs *fs, struct mqfs_ino *ip);
 int mqfs_ino_write_lazy(struct mqfs_fs *fs, bool wait);
 /* Write ip->d in a handle of its own. */
 int mqfs_inode_write(struct mqfs_fs *fs, struct mqfs_ino *ip);
+
+/* ---- inode records in the inode tables (itable.c) ------------------------ */
+
+/*
+ * Why the live inode record @d cannot be used (type, flags, inline data,
+ * symlink length), or NULL; mqfs_iget refuses it, fsck clears it.  A
+ * size past MQFS_MAX_FILE_BYTES is refused too; fsck caps it there.
+ */
+const char *mqfs_inode_why_bad(const struct mqfs_inode *d);
+bool mqfs_inode_size_ok(const struct mqfs_inode *d);
+/* Write ip->d into its inode table block within @h. */
+int mqfs_inode_dirty(struct mqfs_handle *h, struct mqfs_ino *ip);
+
+/* ---- unlinked inodes: deletion, the orphan list (orphan.c) --------------- */
+
+/* Orphan list (superblock head, inode orphan_next chain). */
+int mqfs_orphan_add(struct mqfs_handle *h, struct mqfs_ino *ip);
+int mqfs_orphan_del(struct mqfs_handle *h, struct mqfs_ino *ip);
+/* At mount: free every inode on the orphan list. */
+int mqfs_orphan_recover(struct mqfs_fs *fs);
 
 /* ---- extent map (extent.c) ---------------------------------------------- */
 
