@@ -35,8 +35,10 @@ libmqfs_a_SOURCES = \
 	%reldir%/fs/lookups.c \
 	%reldir%/fs/mkfs.c \
 	%reldir%/fs/namei.c \
+	%reldir%/fs/namei_i.h \
 	%reldir%/fs/orphan.c \
 	%reldir%/fs/readahead.c \
+	%reldir%/fs/rename.c \
 	%reldir%/fs/sbcheck.c \
 	%reldir%/fs/slab.c \
 	%reldir%/fs/super.c \

@@ -75,7 +75,7 @@ struct mqfs_fs {
 	struct mqfs_wback *wback;	/* dontcache write-behind (wback.c) */
 	struct mqfs_bufpool *databuf;	/* large data buffers (databuf.c) */
 	pthread_mutex_t sb_lock;	/* orphan list, inode_gen */
-	pthread_mutex_t rename_lock;	/* cross-directory renames (namei.c) */
+	pthread_mutex_t rename_lock;	/* cross-directory renames (rename.c) */
 	atomic_uint_fast64_t free_blocks, free_inodes;
 	atomic_bool readonly;		/* ro mount or errors=remount-ro hit */
 	atomic_bool error_seen;
