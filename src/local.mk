@@ -19,6 +19,7 @@ libmqfs_a_SOURCES = \
 	%reldir%/fs/dir.c \
 	%reldir%/fs/extent.c \
 	%reldir%/fs/file.c \
+	%reldir%/fs/file_i.h \
 	%reldir%/fs/fmap.c \
 	%reldir%/fs/fs_err.c \
 	%reldir%/fs/fsck.c \
@@ -27,6 +28,7 @@ libmqfs_a_SOURCES = \
 	%reldir%/fs/fsck_inode.c \
 	%reldir%/fs/fsck_repair.c \
 	%reldir%/fs/fsck_super.c \
+	%reldir%/fs/fspace.c \
 	%reldir%/fs/icache_i.h \
 	%reldir%/fs/inode.c \
 	%reldir%/fs/itable.c \

@@ -46,9 +46,9 @@ struct mqfs_bufpool;
 struct mqfs_handle;
 struct mqfs_ino;
 struct mqfs_ino_ops {
-	/* Free every block of a deleted inode (file.c, ip->lock held). */
+	/* Free every block of a deleted inode (fspace.c, ip->lock held). */
 	int (*free_data)(struct mqfs_fs *fs, struct mqfs_ino *ip);
-	/* Finish a truncate a crash cut short (file.c, ip->lock held). */
+	/* Finish a truncate a crash cut short (fspace.c, ip->lock held). */
 	int (*truncate)(struct mqfs_fs *fs, struct mqfs_ino *ip,
 			uint64_t size);
 	/* Free a deleted inode's xattr block in @h (xattr.c). */
@@ -760,11 +760,6 @@ void mqfs_file_reads_drain(struct mqfs_file *f);
 #define MQFS_SYMLINK_MAX	(MQFS_BLOCK_SIZE - 1)
 #define MQFS_MAX_FILE_BLOCKS	(MQFS_MAX_FILE_BYTES >> MQFS_BLOCK_SHIFT)
 
-/* Change the size: free blocks past it, zero the tail of the last one. */
-int mqfs_file_truncate(struct mqfs_fs *fs, struct mqfs_ino *ip,
-		       uint64_t size);
-/* Free every block of an inode being deleted (its own handles). */
-int mqfs_file_free_all(struct mqfs_fs *fs, struct mqfs_ino *ip);
 /* mqfs_read without the read-ahead window: from the device. */
 void mqfs_file_read_device(struct mqfs_fs *fs, struct mqfs_file *f,
 			   uint64_t off, size_t size, void *buf,
@@ -775,6 +770,14 @@ static inline void mqfs_ino_data_changed(struct mqfs_ino *ip)
 {
 	atomic_fetch_add(&ip->data_gen, 1);
 }
+
+/* ---- a file's space (fspace.c) ------------------------------------------- */
+
+/* Change the size: free blocks past it, zero the tail of the last one. */
+int mqfs_file_truncate(struct mqfs_fs *fs, struct mqfs_ino *ip,
+		       uint64_t size);
+/* Free every block of an inode being deleted (its own handles). */
+int mqfs_file_free_all(struct mqfs_fs *fs, struct mqfs_ino *ip);
 
 /* ---- what the two data writers share (fmap.c) -------------------------- */
 

@@ -9,8 +9,8 @@
  *
  * Deletion: when the last of the counts that keep an inode cached
  * (inode.c) drops on an inode with no links left, the thread that
- * dropped it frees the data (file.c), the xattr block, takes it off the
- * orphan list, clears the record and frees the number.  mqfs_iput
+ * dropped it frees the data (fspace.c), the xattr block, takes it off
+ * the orphan list, clears the record and frees the number.  mqfs_iput
  * therefore must not be called with a transaction handle open or an
  * inode lock held.  If the deletion fails (I/O error, read-only), the
  * inode stays on the on-disk orphan list and the next mount finishes it.
