@@ -19,15 +19,20 @@ libmqfs_a_SOURCES = \
 	%reldir%/fs/dir.c \
 	%reldir%/fs/extent.c \
 	%reldir%/fs/file.c \
+	%reldir%/fs/file_i.h \
 	%reldir%/fs/fmap.c \
 	%reldir%/fs/fs_err.c \
 	%reldir%/fs/fsck.c \
+	%reldir%/fs/fsck_ag.c \
 	%reldir%/fs/fsck_dir.c \
 	%reldir%/fs/fsck_i.h \
 	%reldir%/fs/fsck_inode.c \
 	%reldir%/fs/fsck_repair.c \
 	%reldir%/fs/fsck_super.c \
+	%reldir%/fs/fspace.c \
+	%reldir%/fs/icache_i.h \
 	%reldir%/fs/inode.c \
+	%reldir%/fs/itable.c \
 	%reldir%/fs/layout.c \
 	%reldir%/fs/journal.c \
 	%reldir%/fs/journal_i.h \
@@ -35,7 +40,10 @@ libmqfs_a_SOURCES = \
 	%reldir%/fs/lookups.c \
 	%reldir%/fs/mkfs.c \
 	%reldir%/fs/namei.c \
+	%reldir%/fs/namei_i.h \
+	%reldir%/fs/orphan.c \
 	%reldir%/fs/readahead.c \
+	%reldir%/fs/rename.c \
 	%reldir%/fs/sbcheck.c \
 	%reldir%/fs/slab.c \
 	%reldir%/fs/super.c \

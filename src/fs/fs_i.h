@@ -46,14 +46,15 @@ struct mqfs_bufpool;
 /*
  * What the inode cache needs of the modules above it when an inode goes
  * (the kernel's ->evict_inode): set by the mount (super.c), so that
- * inode.c calls none of the modules that call it.
+ * the inode cache (inode.c, orphan.c) calls none of the modules that
+ * call it.
  */
 struct mqfs_handle;
 struct mqfs_ino;
 struct mqfs_ino_ops {
-	/* Free every block of a deleted inode (file.c, ip->lock held). */
+	/* Free every block of a deleted inode (fspace.c, ip->lock held). */
 	int (*free_data)(struct mqfs_fs *fs, struct mqfs_ino *ip);
-	/* Finish a truncate a crash cut short (file.c, ip->lock held). */
+	/* Finish a truncate a crash cut short (fspace.c, ip->lock held). */
 	int (*truncate)(struct mqfs_fs *fs, struct mqfs_ino *ip,
 			uint64_t size);
 	/* Free a deleted inode's xattr block in @h (xattr.c). */
@@ -80,7 +81,7 @@ struct mqfs_fs {
 	struct mqfs_wback *wback;	/* dontcache write-behind (wback.c) */
 	struct mqfs_bufpool *databuf;	/* large data buffers (databuf.c) */
 	pthread_mutex_t sb_lock;	/* orphan list, inode_gen */
-	pthread_mutex_t rename_lock;	/* cross-directory renames (namei.c) */
+	pthread_mutex_t rename_lock;	/* cross-directory renames (rename.c) */
 	atomic_uint_fast64_t free_blocks, free_inodes;
 	atomic_bool readonly;		/* ro mount or errors=remount-ro hit */
 	atomic_bool error_seen;
@@ -539,13 +540,6 @@ void mqfs_icache_destroy(struct mqfs_fs *fs);
 /* Get the in-core inode (reading it if needed); -ENOENT if free. */
 int mqfs_iget(struct mqfs_fs *fs, uint64_t ino, struct mqfs_ino **out);
 /*
- * Why the live inode record @d cannot be used (type, flags, inline data,
- * symlink length), or NULL; mqfs_iget refuses it, fsck clears it.  A
- * size past MQFS_MAX_FILE_BYTES is refused too; fsck caps it there.
- */
-const char *mqfs_inode_why_bad(const struct mqfs_inode *d);
-bool mqfs_inode_size_ok(const struct mqfs_inode *d);
-/*
  * Drop a reference.  When nothing refers to an unlinked inode any more
  * (refcount, nlookup and open_count all 0 and nlink 0) its blocks and
  * number are freed and it leaves the orphan list.  Since it may delete
@@ -556,15 +550,8 @@ void mqfs_iput(struct mqfs_fs *fs, struct mqfs_ino *ip);
 /* Set up a newly allocated inode number as an in-core inode (ref 1). */
 int mqfs_inew(struct mqfs_handle *h, uint64_t ino, mode_t mode, uid_t uid,
 	      gid_t gid, struct mqfs_ino **out);
-/* Write ip->d into its inode table block within @h. */
-int mqfs_inode_dirty(struct mqfs_handle *h, struct mqfs_ino *ip);
 void mqfs_inode_stat(struct mqfs_fs *fs, struct mqfs_ino *ip,
 		     struct stat *st);
-/* Orphan list (superblock head, inode orphan_next chain). */
-int mqfs_orphan_add(struct mqfs_handle *h, struct mqfs_ino *ip);
-int mqfs_orphan_del(struct mqfs_handle *h, struct mqfs_ino *ip);
-/* At mount: free every inode on the orphan list. */
-int mqfs_orphan_recover(struct mqfs_fs *fs);
 /* Take another reference on an inode the caller holds one on. */
 void mqfs_igrab(struct mqfs_fs *fs, struct mqfs_ino *ip);
 /* Lookup count and open count changes, for the front-end calls. */
@@ -593,6 +580,26 @@ void mqfs_ino_touch_lazy(struct mqfs_fs *fs, struct mqfs_ino *ip);
 int mqfs_ino_write_lazy(struct mqfs_fs *fs, bool wait);
 /* Write ip->d in a handle of its own. */
 int mqfs_inode_write(struct mqfs_fs *fs, struct mqfs_ino *ip);
+
+/* ---- inode records in the inode tables (itable.c) ------------------------ */
+
+/*
+ * Why the live inode record @d cannot be used (type, flags, inline data,
+ * symlink length), or NULL; mqfs_iget refuses it, fsck clears it.  A
+ * size past MQFS_MAX_FILE_BYTES is refused too; fsck caps it there.
+ */
+const char *mqfs_inode_why_bad(const struct mqfs_inode *d);
+bool mqfs_inode_size_ok(const struct mqfs_inode *d);
+/* Write ip->d into its inode table block within @h. */
+int mqfs_inode_dirty(struct mqfs_handle *h, struct mqfs_ino *ip);
+
+/* ---- unlinked inodes: deletion, the orphan list (orphan.c) --------------- */
+
+/* Orphan list (superblock head, inode orphan_next chain). */
+int mqfs_orphan_add(struct mqfs_handle *h, struct mqfs_ino *ip);
+int mqfs_orphan_del(struct mqfs_handle *h, struct mqfs_ino *ip);
+/* At mount: free every inode on the orphan list. */
+int mqfs_orphan_recover(struct mqfs_fs *fs);
 
 /* ---- extent map (extent.c) ---------------------------------------------- */
 
@@ -759,11 +766,6 @@ void mqfs_file_reads_drain(struct mqfs_file *f);
 #define MQFS_SYMLINK_MAX	(MQFS_BLOCK_SIZE - 1)
 #define MQFS_MAX_FILE_BLOCKS	(MQFS_MAX_FILE_BYTES >> MQFS_BLOCK_SHIFT)
 
-/* Change the size: free blocks past it, zero the tail of the last one. */
-int mqfs_file_truncate(struct mqfs_fs *fs, struct mqfs_ino *ip,
-		       uint64_t size);
-/* Free every block of an inode being deleted (its own handles). */
-int mqfs_file_free_all(struct mqfs_fs *fs, struct mqfs_ino *ip);
 /* mqfs_read without the read-ahead window: from the device. */
 void mqfs_file_read_device(struct mqfs_fs *fs, struct mqfs_file *f,
 			   uint64_t off, size_t size, void *buf,
@@ -774,6 +776,14 @@ static inline void mqfs_ino_data_changed(struct mqfs_ino *ip)
 {
 	atomic_fetch_add(&ip->data_gen, 1);
 }
+
+/* ---- a file's space (fspace.c) ------------------------------------------- */
+
+/* Change the size: free blocks past it, zero the tail of the last one. */
+int mqfs_file_truncate(struct mqfs_fs *fs, struct mqfs_ino *ip,
+		       uint64_t size);
+/* Free every block of an inode being deleted (its own handles). */
+int mqfs_file_free_all(struct mqfs_fs *fs, struct mqfs_ino *ip);
 
 /* ---- what the two data writers share (fmap.c) -------------------------- */
 

@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * fsck_i.h - the checker's private state, shared by its files:
- *   fsck.c        driver, block access, journal, AG headers, bitmaps
- *                 and counts (passes 2, 3 and 7), write-out
+ *   fsck.c        driver, reporting, block access, journal (pass 2),
+ *                 write-out
+ *   fsck_ag.c     AG headers and bitmaps (pass 3), the computed bitmaps
+ *                 and counts against them (pass 7)
  *   fsck_super.c  the superblock and its copies (pass 1)
  *   fsck_inode.c  inode tables and extent trees (pass 4), duplicates
  *   fsck_dir.c    directories, links, orphans (passes 5 and 6)
@@ -193,6 +195,13 @@ static inline bool fk_ino_valid(const struct fsck *f, uint64_t ino)
 {
 	return ino >= 1 && ino <= f->inode_count;
 }
+
+/* ---- fsck_ag.c --------------------------------------------------------- */
+
+/* Pass 3: every AG header and bitmap block; the fixed metadata in use. */
+int fk_pass_ags(struct fsck *f);
+/* Pass 7: the computed bitmaps and counts to the disk where they differ. */
+int fk_pass_bitmaps(struct fsck *f);
 
 /* ---- fsck_inode.c ------------------------------------------------------ */
 

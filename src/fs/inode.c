@@ -1,7 +1,10 @@
 // SPDX-License-Identifier: MIT
 /*
- * inode.c - in-core inodes: the inode cache, inode records in the inode
- * tables, deletion of unlinked inodes and the orphan list.
+ * inode.c - in-core inodes: the inode cache (get and put, new inodes,
+ * times kept in memory until the next commit) and an inode's attributes,
+ * locks and direct-I/O count.  Its record in the inode tables is
+ * itable.c's, the deletion of an unlinked inode and the orphan list are
+ * orphan.c's; the cache's internals they share are in icache_i.h.
  *
  * The cache: one hash by inode number under one mutex (the icache lock,
  * after the AG locks and before buffer locks in the lock order).  An
@@ -16,20 +19,6 @@
  * never a second, older copy.  An unlinked one
  * the kernel holds is never evicted: its last forget deletes it.
  *
- * Deletion: when the last of those counts drops on an inode with no
- * links left, the thread that dropped it frees the data (file.c), the
- * xattr block, takes it off the orphan list, clears the record and
- * frees the number.  mqfs_iput therefore must not be called with a
- * transaction handle open or an inode lock held.  If the deletion fails
- * (I/O error, read-only), the inode stays on the on-disk orphan list
- * and the next mount finishes it.
- *
- * Orphan list: the superblock's orphan_head and each inode's
- * orphan_next, changed under fs->sb_lock (which sits between the
- * transaction handle and the icache lock in the lock order).  A cached
- * inode's orphan_next is changed in its in-core record, which is the
- * one every later mqfs_inode_dirty() writes.
- *
  * Missing inodes: mqfs_iget returns -ENOENT both for a number outside
  * the filesystem and for a free record (no -ESTALE).
  */
@@ -39,49 +28,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "fs_i.h"
+#include "icache_i.h"
 
 #define IC_BUCKETS_MIN		1024u
 /* What one idle inode costs: its entry in the slab (64-byte aligned). */
 #define IC_BYTES_PER_UNUSED	((sizeof(struct ic_ent) + 63u) & ~63u)
 #define IC_UNUSED_MIN		16u
-/*
- * Deleting an inode in one handle: xattr block freed (2), orphan list
- * (superblock or predecessor, and the inode: 2), the cleared record
- * (1), the inode bitmap and AG header (2); with room to spare.
- */
-#define IC_DELETE_CREDITS	12u
-
-/* What the cache knows of an inode's place on the orphan list. */
-enum { IC_ORPH_UNKNOWN = 0, IC_ORPH_ON, IC_ORPH_OFF };
-
-/* A cached inode and the cache's bookkeeping of it. */
-struct ic_ent {
-	struct mqfs_ino ip;
-	struct mq_list_head lru;	/* on icache->lru while unused */
-	bool hashed;			/* findable by number */
-	bool loading;			/* its record is being read */
-	bool dying;			/* one thread is deleting it */
-	int load_err;			/* why the read failed */
-	uint8_t orphan;			/* IC_ORPH_*, under fs->sb_lock */
-};
-
-struct mqfs_icache {
-	const struct mqfs_ino_ops *ops;	/* the calls upwards (fs->ino_ops) */
-	pthread_mutex_t lock;		/* everything below, ip counts */
-	struct mqfs_ino **hash;
-	size_t nbuckets;		/* a power of two */
-	size_t nr_cached;
-	struct mq_list_head lru;	/* idle inodes, oldest first */
-	size_t nr_unused, max_unused;
-	struct mqfs_lookups held;	/* lookups of evicted inodes */
-	struct mqfs_slab ents;		/* the ic_ents: they churn */
-	pthread_cond_t loaded;		/* an entry stopped loading */
-	/* Inodes whose times changed in memory only, by lazy_link. */
-	pthread_mutex_t lazy_lock;
-	struct mq_list_head lazy;
-	atomic_uint nr_lazy;
-};
 
 /*
  * ip->lazy: CLEAN, QUEUED on the list, or WRITING (taken off it by a
@@ -99,11 +51,6 @@ struct mqfs_icache {
 enum { IC_LAZY_CLEAN = 0, IC_LAZY_QUEUED, IC_LAZY_WRITING };
 #define IC_LAZY_BATCH		16u	/* records per handle */
 #define IC_EVICT_SCAN		16u	/* queued inodes passed by per park */
-
-static inline struct ic_ent *ic_ent(struct mqfs_ino *ip)
-{
-	return mq_container_of(ip, struct ic_ent, ip);
-}
 
 /* No call and no open file uses it: it may wait on the LRU list. */
 static inline bool ic_idle(const struct mqfs_ino *ip)
@@ -130,7 +77,7 @@ static struct ic_ent *ic_alloc(struct mqfs_icache *c, uint64_t ino)
 	return e;
 }
 
-static void ic_free(struct mqfs_icache *c, struct ic_ent *e)
+void ic_free(struct mqfs_icache *c, struct ic_ent *e)
 {
 	if (e->ip.dir_index)
 		c->ops->free_dir_index(&e->ip);
@@ -153,7 +100,7 @@ static void ic_free_list(struct mqfs_icache *c, struct mq_list_head *list)
 /* ---- times kept in memory ------------------------------------------------- */
 
 /* @ip is being deleted or freed (nothing uses it): off the list. */
-static void ic_lazy_drop(struct mqfs_icache *c, struct mqfs_ino *ip)
+void ic_lazy_drop(struct mqfs_icache *c, struct mqfs_ino *ip)
 {
 	if (atomic_load(&ip->lazy) == IC_LAZY_CLEAN)
 		return;		/* nobody uses it: nobody queues it meanwhile */
@@ -315,7 +262,7 @@ static void ic_insert_locked(struct mqfs_icache *c, struct mqfs_ino *ip)
 	c->nr_cached++;
 }
 
-static void ic_unhash_locked(struct mqfs_icache *c, struct mqfs_ino *ip)
+void ic_unhash_locked(struct mqfs_icache *c, struct mqfs_ino *ip)
 {
 	struct mqfs_ino **pp = &c->hash[ic_bucket(c->nbuckets, ip->ino)];
 
@@ -330,7 +277,7 @@ static void ic_unhash_locked(struct mqfs_icache *c, struct mqfs_ino *ip)
 }
 
 /* Take a reference; an unused inode leaves the LRU list. */
-static void ic_hold_locked(struct mqfs_icache *c, struct mqfs_ino *ip)
+void ic_hold_locked(struct mqfs_icache *c, struct mqfs_ino *ip)
 {
 	struct ic_ent *e = ic_ent(ip);
 
@@ -419,104 +366,46 @@ void mqfs_icache_counts(struct mqfs_fs *fs, size_t *cached, size_t *held)
 	pthread_mutex_unlock(&c->lock);
 }
 
-/* ---- inode records ---------------------------------------------------------- */
-
-/* Where inode @ino's record lives (FORMAT.md §6). */
-static void ic_locate(struct mqfs_fs *fs, uint64_t ino, uint64_t *blk,
-		      size_t *off)
-{
-	uint32_t ag = (uint32_t)((ino - 1) / fs->inodes_per_ag);
-	uint32_t i = (uint32_t)((ino - 1) % fs->inodes_per_ag);
-
-	*blk = mqfs_fs_ag_meta(fs, ag) + 3 + i / MQFS_INODES_PER_BLOCK;
-	*off = mqfs_itable_offset(i % MQFS_INODES_PER_BLOCK);
-}
-
-const char *mqfs_inode_why_bad(const struct mqfs_inode *d)
-{
-	const uint16_t known = MQFS_IF_EXTENT_TREE | MQFS_IF_INLINE_DATA;
-
-	switch (d->mode & S_IFMT) {
-	case S_IFREG: case S_IFDIR: case S_IFLNK: case S_IFCHR:
-	case S_IFBLK: case S_IFIFO: case S_IFSOCK:
-		break;
-	default:
-		return "has an invalid mode";
-	}
-	if (d->iflags & ~known || (d->iflags & known) == known)
-		return "has invalid flags";
-	if (d->iflags & MQFS_IF_INLINE_DATA &&
-	    (!S_ISLNK(d->mode) || !d->size || d->size > MQFS_INODE_DATA))
-		return "has bad inline data";
-	if (S_ISLNK(d->mode) && (!d->size || d->size > MQFS_SYMLINK_MAX))
-		return "is a symlink of impossible length";
-	return NULL;
-}
-
-bool mqfs_inode_size_ok(const struct mqfs_inode *d)
-{
-	return d->size <= MQFS_MAX_FILE_BYTES;
-}
-
 /*
- * Read inode @ino's record: -ENOENT when it is free, -EUCLEAN (logged,
- * the filesystem flagged) when it is live but impossible.
+ * Unmount: unlinked inodes the front end still refers to are deleted
+ * now (FUSE sends no forget at unmount), then every entry is freed.
  */
-static int ic_read_record(struct mqfs_fs *fs, uint64_t ino,
-			  struct mqfs_inode *d)
+void mqfs_icache_destroy(struct mqfs_fs *fs)
 {
-	const char *why;
-	struct mqfs_buf *b;
-	uint64_t blk;
-	size_t off;
-	int err;
+	struct mqfs_icache *c = fs->icache;
+	unsigned held = 0;
 
-	ic_locate(fs, ino, &blk, &off);
-	err = mqfs_buf_read(fs, blk, MQFS_T_ITABLE, &b);
-	if (err)
-		return err;
-	mqfs_buf_lock(b);
-	memcpy(d, (char *)b->data + off, sizeof(*d));
-	mqfs_buf_unlock(b);
-	mqfs_buf_put(b);
-	if (!d->mode)
-		return -ENOENT;
-	why = mqfs_inode_why_bad(d);
-	if (!why && !mqfs_inode_size_ok(d))
-		why = "has a size past the largest file";
-	if (!why)
-		return 0;
-	mqfs_fs_error(fs, blk, "inode %" PRIu64 " %s (mode 0%o, size %" PRIu64
-		      "); run fsck.mqfs", ino, why, d->mode, d->size);
-	return -EUCLEAN;
-}
+	if (!c)
+		return;
+	mqfs_ino_write_lazy(fs, true);
+	/* The commit thread stops calling in before the cache goes. */
+	mqfs_journal_set_pre_commit(fs, NULL);
+	if (!mqfs_fs_writable(fs))
+		ic_delete_unlinked(fs);
+	for (size_t i = 0; i < c->nbuckets; i++) {
+		while (c->hash[i]) {
+			struct mqfs_ino *ip = c->hash[i];
 
-int mqfs_inode_dirty(struct mqfs_handle *h, struct mqfs_ino *ip)
-{
-	struct mqfs_buf *b;
-	uint64_t blk;
-	size_t off;
-	int err;
-
-	if (ip->deleted)
-		return -ENOENT;
-	ic_locate(h->fs, ip->ino, &blk, &off);
-	err = mqfs_buf_read(h->fs, blk, MQFS_T_ITABLE, &b);
-	if (err)
-		return err;
-	mqfs_buf_lock(b);
-	pthread_mutex_lock(&ip->meta_lock);
-	memcpy((char *)b->data + off, &ip->d, sizeof(ip->d));
-	pthread_mutex_unlock(&ip->meta_lock);
-	mqfs_trans_dirty(h, b);
-	mqfs_buf_unlock(b);
-	mqfs_buf_put(b);
-	return 0;
+			if (ip->refcount || ip->open_count)
+				held++;
+			c->hash[i] = ip->hash_next;
+			ic_free(c, ic_ent(ip));
+		}
+	}
+	if (held)
+		fprintf(stderr, "mqfs: icache: %u inodes still referenced "
+			"or open at teardown\n", held);
+	pthread_mutex_destroy(&c->lazy_lock);
+	pthread_cond_destroy(&c->loaded);
+	pthread_mutex_destroy(&c->lock);
+	mqfs_lookups_free(&c->held);
+	mqfs_slab_destroy(&c->ents);
+	free(c->hash);
+	free(c);
+	fs->icache = NULL;
 }
 
 /* ---- get / put ------------------------------------------------------------ */
-
-static void ic_put(struct mqfs_fs *fs, struct mqfs_ino *ip, bool may_delete);
 
 /*
  * Hold cached @ip and wait until its record is in: 0, or the reader's
@@ -606,14 +495,12 @@ int mqfs_iget(struct mqfs_fs *fs, uint64_t ino, struct mqfs_ino **out)
 	return 0;
 }
 
-static int ic_delete(struct mqfs_fs *fs, struct ic_ent *e);
-
 /*
  * Drop a reference.  @may_delete is false on the orphan walk, which
  * runs inside a handle with sb_lock held: an orphan it touched is left
  * cached (and on the orphan list) instead of being deleted there.
  */
-static void ic_put(struct mqfs_fs *fs, struct mqfs_ino *ip, bool may_delete)
+void ic_put(struct mqfs_fs *fs, struct mqfs_ino *ip, bool may_delete)
 {
 	struct mq_list_head victims = MQ_LIST_HEAD_INIT(victims);
 	struct mqfs_icache *c = fs->icache;
@@ -659,7 +546,7 @@ void mqfs_iput(struct mqfs_fs *fs, struct mqfs_ino *ip)
 }
 
 /* Take @ip out of the cache and drop the caller's reference. */
-static void ic_unhash_put(struct mqfs_fs *fs, struct ic_ent *e)
+void ic_unhash_put(struct mqfs_fs *fs, struct ic_ent *e)
 {
 	struct mqfs_icache *c = fs->icache;
 	bool last;
@@ -815,378 +702,6 @@ int mqfs_inew(struct mqfs_handle *h, uint64_t ino, mode_t mode, uid_t uid,
 	return 0;
 }
 
-/* ---- deletion ------------------------------------------------------------ */
-
-/* Regular files, directories and block symlinks map data extents. */
-static bool ic_has_extents(const struct mqfs_inode *d)
-{
-	if (d->iflags & MQFS_IF_INLINE_DATA)
-		return false;
-	return S_ISREG(d->mode) || S_ISDIR(d->mode) || S_ISLNK(d->mode);
-}
-
-/* Everything but the data, in one handle. */
-static int ic_delete_record(struct mqfs_fs *fs, struct ic_ent *e)
-{
-	struct mqfs_ino *ip = &e->ip;
-	bool was_dir = S_ISDIR(ip->d.mode);
-	struct mqfs_handle h;
-	int err;
-
-	err = mqfs_trans_start(fs, IC_DELETE_CREDITS, &h);
-	if (err)
-		return err;
-	if (ip->d.xattr_blk)
-		err = fs->ino_ops->drop_xattrs(&h, ip);
-	if (!err)
-		err = mqfs_orphan_del(&h, ip);
-	if (!err) {
-		pthread_mutex_lock(&ip->meta_lock);
-		memset(&ip->d, 0, sizeof(ip->d));
-		pthread_mutex_unlock(&ip->meta_lock);
-		err = mqfs_inode_dirty(&h, ip);
-	}
-	if (!err) {
-		/* Out of the cache before the number can be handed out. */
-		ip->deleted = true;
-		pthread_mutex_lock(&fs->icache->lock);
-		ic_unhash_locked(fs->icache, ip);
-		pthread_mutex_unlock(&fs->icache->lock);
-		err = mqfs_ifree(&h, ip->ino, was_dir);
-	}
-	return mqfs_trans_finish(&h, err);
-}
-
-/*
- * Delete @e (marked dying; the caller's reference is consumed).  On
- * failure the inode leaves the cache but stays on the on-disk orphan
- * list for the next mount.
- */
-static int ic_delete(struct mqfs_fs *fs, struct ic_ent *e)
-{
-	struct mqfs_ino *ip = &e->ip;
-	int err = 0;
-
-	/* Before any handle (the lock order): nothing writes it again. */
-	ic_lazy_drop(fs->icache, ip);
-	if (ic_has_extents(&ip->d)) {
-		pthread_rwlock_wrlock(&ip->lock);
-		err = fs->ino_ops->free_data(fs, ip);
-		pthread_rwlock_unlock(&ip->lock);
-	}
-	if (!err)
-		err = ic_delete_record(fs, e);
-	if (err)
-		fprintf(stderr, "mqfs: inode %" PRIu64 ": delete failed "
-			"(%d); it stays on the orphan list\n", ip->ino, err);
-	ic_unhash_put(fs, e);
-	return err;
-}
-
-/*
- * Unmount: unlinked inodes the front end still refers to are deleted
- * now (FUSE sends no forget at unmount), then every entry is freed.
- */
-/*
- * Collect the unlinked inodes into an array, not a list through e->lru:
- * ic_delete's orphan walk takes references (ic_hold_locked) on other
- * orphans, which unlinks them from whatever list e->lru is on.
- */
-static size_t ic_collect_unlinked(struct mqfs_icache *c, struct ic_ent ***out)
-{
-	struct ic_ent **v = NULL;
-	size_t n = 0, cap = 0;
-
-	pthread_mutex_lock(&c->lock);
-	for (size_t i = 0; i < c->nbuckets; i++) {
-		for (struct mqfs_ino *ip = c->hash[i]; ip; ip = ip->hash_next) {
-			struct ic_ent *e = ic_ent(ip);
-
-			if (ip->d.nlink || e->dying)
-				continue;
-			if (n == cap) {
-				struct ic_ent **nv;
-
-				cap = cap ? 2 * cap : 64;
-				nv = realloc(v, cap * sizeof(*v));
-				if (!nv)
-					goto out;	/* the next mount frees the rest */
-				v = nv;
-			}
-			/* One reference for ic_delete, one to free it here
-			 * even if the front end still holds some. */
-			ic_hold_locked(c, ip);
-			ip->refcount++;
-			e->dying = true;
-			v[n++] = e;
-		}
-	}
-out:
-	pthread_mutex_unlock(&c->lock);
-	*out = v;
-	return n;
-}
-
-static void ic_delete_unlinked(struct mqfs_fs *fs)
-{
-	struct mqfs_icache *c = fs->icache;
-	struct ic_ent **v;
-	size_t n = ic_collect_unlinked(c, &v);
-
-	for (size_t i = 0; i < n; i++) {
-		struct ic_ent *e = v[i];
-
-		ic_delete(fs, e);
-		if (e->ip.refcount > 1)
-			fprintf(stderr, "mqfs: inode %" PRIu64 ": still "
-				"referenced at teardown\n", e->ip.ino);
-		ic_free(c, e);
-	}
-	free(v);
-}
-
-void mqfs_icache_destroy(struct mqfs_fs *fs)
-{
-	struct mqfs_icache *c = fs->icache;
-	unsigned held = 0;
-
-	if (!c)
-		return;
-	mqfs_ino_write_lazy(fs, true);
-	/* The commit thread stops calling in before the cache goes. */
-	mqfs_journal_set_pre_commit(fs, NULL);
-	if (!mqfs_fs_writable(fs))
-		ic_delete_unlinked(fs);
-	for (size_t i = 0; i < c->nbuckets; i++) {
-		while (c->hash[i]) {
-			struct mqfs_ino *ip = c->hash[i];
-
-			if (ip->refcount || ip->open_count)
-				held++;
-			c->hash[i] = ip->hash_next;
-			ic_free(c, ic_ent(ip));
-		}
-	}
-	if (held)
-		fprintf(stderr, "mqfs: icache: %u inodes still referenced "
-			"or open at teardown\n", held);
-	pthread_mutex_destroy(&c->lazy_lock);
-	pthread_cond_destroy(&c->loaded);
-	pthread_mutex_destroy(&c->lock);
-	mqfs_lookups_free(&c->held);
-	mqfs_slab_destroy(&c->ents);
-	free(c->hash);
-	free(c);
-	fs->icache = NULL;
-}
-
-/* ---- orphan list ----------------------------------------------------------- */
-
-static uint64_t ic_orphan_next(struct mqfs_ino *ip)
-{
-	uint64_t next;
-
-	pthread_mutex_lock(&ip->meta_lock);
-	next = ip->d.orphan_next;
-	pthread_mutex_unlock(&ip->meta_lock);
-	return next;
-}
-
-static void ic_set_orphan_next(struct mqfs_ino *ip, uint64_t next)
-{
-	pthread_mutex_lock(&ip->meta_lock);
-	ip->d.orphan_next = next;
-	pthread_mutex_unlock(&ip->meta_lock);
-}
-
-static void ic_set_orphan_head(struct mqfs_handle *h, uint64_t ino)
-{
-	struct mqfs_fs *fs = h->fs;
-
-	mqfs_buf_lock(fs->sb_buf);
-	mqfs_sb(fs)->orphan_head = ino;
-	mqfs_trans_dirty(h, fs->sb_buf);
-	mqfs_buf_unlock(fs->sb_buf);
-}
-
-/*
- * Find the orphan before @ino (sb_lock held): *prev NULL when @ino is
- * the head, else a reference the caller drops with ic_put(.., false).
- * -ENOENT: @ino is not on the list.  The walk is bounded, so a cycle
- * on disk is reported instead of followed forever.
- */
-static int orphan_find_prev(struct mqfs_fs *fs, uint64_t ino,
-			    struct mqfs_ino **prev)
-{
-	uint64_t cur = mqfs_sb(fs)->orphan_head, steps = 0;
-	struct mqfs_ino *p;
-	int err;
-
-	*prev = NULL;
-	if (cur == ino)
-		return 0;
-	while (cur) {
-		uint64_t next;
-
-		if (++steps > fs->inode_count) {
-			mqfs_fs_error(fs, 0, "orphan list has a cycle");
-			return -EUCLEAN;
-		}
-		err = mqfs_iget(fs, cur, &p);
-		if (err) {
-			mqfs_fs_error(fs, 0, "orphan list: inode %" PRIu64
-				      " unreadable (%d)", cur, err);
-			return err == -ENOENT ? -EUCLEAN : err;
-		}
-		next = ic_orphan_next(p);
-		if (next == ino) {
-			*prev = p;
-			return 0;
-		}
-		ic_put(fs, p, false);
-		cur = next;
-	}
-	return -ENOENT;
-}
-
-/* Credits: 2 (the superblock, the inode's table block). */
-int mqfs_orphan_add(struct mqfs_handle *h, struct mqfs_ino *ip)
-{
-	struct mqfs_fs *fs = h->fs;
-	struct ic_ent *e = ic_ent(ip);
-	struct mqfs_ino *prev;
-	uint64_t head;
-	int err = 0;
-
-	pthread_mutex_lock(&fs->sb_lock);
-	if (e->orphan == IC_ORPH_UNKNOWN) {
-		err = orphan_find_prev(fs, ip->ino, &prev);
-		if (!err) {
-			e->orphan = IC_ORPH_ON;
-			if (prev)
-				ic_put(fs, prev, false);
-		} else if (err == -ENOENT) {
-			e->orphan = IC_ORPH_OFF;
-			err = 0;
-		}
-	}
-	if (err || e->orphan == IC_ORPH_ON)
-		goto out;
-	/* The inode first: the head never points at a stale link. */
-	head = mqfs_sb(fs)->orphan_head;
-	ic_set_orphan_next(ip, head);
-	err = mqfs_inode_dirty(h, ip);
-	if (err) {
-		ic_set_orphan_next(ip, 0);
-		goto out;
-	}
-	ic_set_orphan_head(h, ip->ino);
-	e->orphan = IC_ORPH_ON;
-out:
-	pthread_mutex_unlock(&fs->sb_lock);
-	return err;
-}
-
-/* Credits: 2 (the superblock or the predecessor, and the inode). */
-int mqfs_orphan_del(struct mqfs_handle *h, struct mqfs_ino *ip)
-{
-	struct mqfs_fs *fs = h->fs;
-	struct ic_ent *e = ic_ent(ip);
-	struct mqfs_ino *prev;
-	uint64_t next;
-	int err;
-
-	pthread_mutex_lock(&fs->sb_lock);
-	if (e->orphan == IC_ORPH_OFF) {
-		pthread_mutex_unlock(&fs->sb_lock);
-		return 0;
-	}
-	err = orphan_find_prev(fs, ip->ino, &prev);
-	if (err == -ENOENT) {
-		e->orphan = IC_ORPH_OFF;
-		err = 0;
-		goto out;
-	}
-	if (err)
-		goto out;
-	next = ic_orphan_next(ip);
-	if (prev) {
-		ic_set_orphan_next(prev, next);
-		err = mqfs_inode_dirty(h, prev);
-		ic_put(fs, prev, false);
-	} else {
-		ic_set_orphan_head(h, next);
-	}
-	if (!err) {
-		ic_set_orphan_next(ip, 0);
-		err = mqfs_inode_dirty(h, ip);
-		e->orphan = IC_ORPH_OFF;
-	}
-out:
-	pthread_mutex_unlock(&fs->sb_lock);
-	return err;
-}
-
-/*
- * An orphan that still has links: a truncate cut short by the crash.
- * Finish it (free the blocks past the end; mqfs_file_truncate takes it
- * off the list), or for other types just unlist it.
- */
-static int orphan_unlist(struct mqfs_fs *fs, struct mqfs_ino *ip)
-{
-	int err;
-
-	if (S_ISREG(ip->d.mode)) {
-		pthread_rwlock_wrlock(&ip->lock);
-		err = fs->ino_ops->truncate(fs, ip, ip->d.size);
-		pthread_rwlock_unlock(&ip->lock);
-		return err;
-	}
-	return mqfs_trans_one(fs, MQFS_CREDITS_ORPHAN, mqfs_orphan_del, ip);
-}
-
-int mqfs_orphan_recover(struct mqfs_fs *fs)
-{
-	uint64_t ino, steps = 0, done = 0;
-	struct mqfs_ino *ip;
-	int err;
-
-	if (mqfs_fs_writable(fs))
-		return 0;	/* read-only: the next rw mount does it */
-	for (;;) {
-		pthread_mutex_lock(&fs->sb_lock);
-		ino = mqfs_sb(fs)->orphan_head;
-		pthread_mutex_unlock(&fs->sb_lock);
-		if (!ino)
-			break;
-		if (++steps > fs->inode_count) {
-			mqfs_fs_error(fs, 0, "orphan list has a cycle");
-			return -EUCLEAN;
-		}
-		err = mqfs_iget(fs, ino, &ip);
-		if (err) {
-			mqfs_fs_error(fs, 0, "orphan list: inode %" PRIu64
-				      " unreadable (%d)", ino, err);
-			return err == -ENOENT ? -EUCLEAN : err;
-		}
-		if (!ip->d.nlink) {
-			pthread_mutex_lock(&fs->icache->lock);
-			ic_ent(ip)->dying = true;
-			pthread_mutex_unlock(&fs->icache->lock);
-			err = ic_delete(fs, ic_ent(ip));
-			done++;
-		} else {
-			err = orphan_unlist(fs, ip);
-			mqfs_iput(fs, ip);
-		}
-		if (err)
-			return err;
-	}
-	if (done)
-		fprintf(stderr, "mqfs: deleted %" PRIu64 " orphan inodes\n",
-			done);
-	return 0;
-}
 
 /* ---- attributes, locks, direct I/O --------------------------------------- */
 

@@ -1,15 +1,15 @@
 // SPDX-License-Identifier: MIT
 /*
- * test_file.c - file data (src/fs/file.c) through the public calls, with
- * synchronous wrappers around the asynchronous read and write, checked
- * against a reference copy of every file: aligned and unaligned I/O,
- * sparse files, reads across many extents, O_APPEND, truncate down and
- * up, every fallocate mode, SEEK_DATA/SEEK_HOLE, EOF, the size limit,
- * read-only mounts, ENOSPC on a small fs (short count, then ENOSPC, and
- * a consistent fs), random operations across remounts, and threads;
- * overwrites write from the caller's aligned memory and keep their
- * times in memory until a commit, fsync, unmount or eviction writes
- * them.
+ * test_file.c - file data (src/fs/file.c, fspace.c) through the public
+ * calls, with synchronous wrappers around the asynchronous read and
+ * write, checked against a reference copy of every file: aligned and
+ * unaligned I/O, sparse files, reads across many extents, O_APPEND,
+ * truncate down and up, every fallocate mode, SEEK_DATA/SEEK_HOLE, EOF,
+ * the size limit, read-only mounts, ENOSPC on a small fs (short count,
+ * then ENOSPC, and a consistent fs), random operations across remounts,
+ * and threads; overwrites write from the caller's aligned memory and
+ * keep their times in memory until a commit, fsync, unmount or eviction
+ * writes them.
  *
  * Failures name the test, the step and the seed (T_FILE_SEED reruns).
  *

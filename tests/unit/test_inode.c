@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: MIT
 /*
- * test_inode.c - in-core inodes (src/fs/inode.c, attr.c): records that
- * survive a remount, deletion when the last reference goes, lookup and
- * open counts, the orphan list and its recovery after a crash, the
- * cache's LRU bound, setattr/open/release and the lock helpers.
+ * test_inode.c - in-core inodes (src/fs/inode.c, itable.c, orphan.c,
+ * attr.c): records that survive a remount, deletion when the last
+ * reference goes, lookup and open counts, the orphan list and its
+ * recovery after a crash, the cache's LRU bound, setattr/open/release
+ * and the lock helpers.
  */
 #include <check.h>
 #include <fcntl.h>

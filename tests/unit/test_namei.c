@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: MIT
 /*
- * test_namei.c - the namespace calls of fs.h (src/fs/namei.c): lookup,
- * mknod of every type, symlinks, hard links, unlink and rmdir with the
- * orphan list, rename in all its forms, readlink and readdir cookies,
- * on a ram-device filesystem; every errno the calls document.
+ * test_namei.c - the namespace calls of fs.h (src/fs/namei.c,
+ * rename.c): lookup, mknod of every type, symlinks, hard links, unlink
+ * and rmdir with the orphan list, rename in all its forms, readlink and
+ * readdir cookies, on a ram-device filesystem; every errno the calls
+ * document.
  */
 #include <check.h>
 #include <dirent.h>
