@@ -4,7 +4,10 @@
 # references no symbol the filesystem (libmqfs.a) or the FUSE front end
 # (libmqfuse.a) defines, and the filesystem none of the front end's.  A
 # call upwards would make the archives a cycle that only link order
-# hides; it fails here with the object and the symbol.
+# hides; it fails here with the object and the symbol.  Each archive's
+# global symbols stay in its namespace (mq_ for the block layer, mqfs_
+# above it), so helpers shared between a module's files cannot collide
+# with a program's.
 set -eu
 b=${top_builddir:-.}
 command -v nm >/dev/null || { echo "layers: nm (binutils) is needed" >&2; exit 1; }
@@ -38,5 +41,17 @@ check() {	# LOWER UPPER
 check libmqblk.a libmqfs.a
 check libmqblk.a libmqfuse.a
 check libmqfs.a libmqfuse.a
+
+namespace() {	# ARCHIVE PREFIX
+	defined "$1" | grep -v "^$2" >"$tmp/out" || true
+	if [ -s "$tmp/out" ]; then
+		echo "layers: $1 defines global symbols outside $2*:"
+		sed 's/^/  /' "$tmp/out"
+		bad=1
+	fi
+}
+namespace libmqblk.a mq_
+namespace libmqfs.a mqfs_
+namespace libmqfuse.a mqfs_
 [ "$bad" = 0 ] && echo "layers: ok"
 exit "$bad"

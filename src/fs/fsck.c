@@ -32,8 +32,8 @@
 
 /* ---- reporting ------------------------------------------------------- */
 
-void fk_problem(struct fsck *f, enum fk_kind kind, const char *fix,
-		const char *fmt, ...)
+void mqfs_fk_problem(struct fsck *f, enum fk_kind kind, const char *fix,
+		     const char *fmt, ...)
 {
 	/* -p learns only at the end whether it may write: no "fixed" yet. */
 	bool fixing = f->o.mode == MQFS_FSCK_YES;
@@ -67,7 +67,7 @@ void fk_problem(struct fsck *f, enum fk_kind kind, const char *fix,
 	putchar('\n');
 }
 
-void fk_verbose(struct fsck *f, const char *fmt, ...)
+void mqfs_fk_verbose(struct fsck *f, const char *fmt, ...)
 {
 	va_list ap;
 
@@ -79,14 +79,14 @@ void fk_verbose(struct fsck *f, const char *fmt, ...)
 	putchar('\n');
 }
 
-void fk_progress_pass(struct fsck *f, int base, int span)
+void mqfs_fk_progress_pass(struct fsck *f, int base, int span)
 {
 	f->pbase = base;
 	f->pspan = span;
-	fk_progress(f, 0, 1);
+	mqfs_fk_progress(f, 0, 1);
 }
 
-void fk_progress(struct fsck *f, uint64_t done, uint64_t total)
+void mqfs_fk_progress(struct fsck *f, uint64_t done, uint64_t total)
 {
 	int pct;
 
@@ -102,7 +102,7 @@ void fk_progress(struct fsck *f, uint64_t done, uint64_t total)
 
 /* ---- block access ------------------------------------------------------ */
 
-bool fk_all_zero(const void *buf, size_t len)
+bool mqfs_fk_all_zero(const void *buf, size_t len)
 {
 	const uint64_t *p = buf;
 
@@ -146,7 +146,7 @@ static const struct fk_jcopy *fk_jfind(const struct fsck *f, uint64_t blk)
 	return NULL;
 }
 
-int fk_read(struct fsck *f, uint64_t blk, void *buf, uint32_t n)
+int mqfs_fk_read(struct fsck *f, uint64_t blk, void *buf, uint32_t n)
 {
 	int err;
 
@@ -171,14 +171,14 @@ int fk_read(struct fsck *f, uint64_t blk, void *buf, uint32_t n)
 	return 0;
 }
 
-int fk_read_meta(struct fsck *f, uint64_t blk, unsigned type, void *buf)
+int mqfs_fk_read_meta(struct fsck *f, uint64_t blk, unsigned type, void *buf)
 {
-	int err = fk_read(f, blk, buf, 1);
+	int err = mqfs_fk_read(f, blk, buf, 1);
 
 	return err ? err : mqfs_blk_verify(buf, type, blk);
 }
 
-int fk_write(struct fsck *f, uint64_t blk, void *buf, unsigned type)
+int mqfs_fk_write(struct fsck *f, uint64_t blk, void *buf, unsigned type)
 {
 	struct fk_blk *b = fk_changed(f, blk);
 
@@ -204,7 +204,7 @@ int fk_write(struct fsck *f, uint64_t blk, void *buf, unsigned type)
 	return 0;
 }
 
-void fk_block_change(struct fsck *f, uint64_t blk, bool used)
+void mqfs_fk_block_change(struct fsck *f, uint64_t blk, bool used)
 {
 	if (fk_used(f, blk) == used)
 		return;
@@ -213,7 +213,7 @@ void fk_block_change(struct fsck *f, uint64_t blk, bool used)
 	f->agd[blk / f->l.ag_blocks].free_blocks += used ? -1 : 1;
 }
 
-void fk_inode_change(struct fsck *f, uint64_t ino, bool live, bool dir)
+void mqfs_fk_inode_change(struct fsck *f, uint64_t ino, bool live, bool dir)
 {
 	struct fk_ino *fi = &f->ino[ino];
 	struct fk_agdelta *d = &f->agd[fk_ino_ag(f, ino)];
@@ -231,7 +231,7 @@ void fk_inode_change(struct fsck *f, uint64_t ino, bool live, bool dir)
 	}
 }
 
-uint64_t fk_itable_blk(const struct fsck *f, uint64_t ino)
+uint64_t mqfs_fk_itable_blk(const struct fsck *f, uint64_t ino)
 {
 	uint32_t ag = fk_ino_ag(f, ino);
 	uint64_t idx = (ino - 1) % f->l.inodes_per_ag;
@@ -359,10 +359,10 @@ static int fk_journal_copies(struct fsck *f, struct fk_jscan *s,
 		}
 		if (why) {
 			/* Replay leaves it out too (journal.c). */
-			fk_problem(f, FK_UNSAFE, "ignored", "journal: "
-				   "transaction %llu: block %llu: %s",
-				   (unsigned long long)s->seq,
-				   (unsigned long long)d->home[i], why);
+			mqfs_fk_problem(f, FK_UNSAFE, "ignored", "journal: "
+					"transaction %llu: block %llu: %s",
+					(unsigned long long)s->seq,
+					(unsigned long long)d->home[i], why);
 			continue;
 		}
 		data = mqfs_alloc_blocks_mem(1);
@@ -414,10 +414,10 @@ static int fk_journal_read(struct fsck *f, struct fk_jscan *s, uint8_t *blk)
 		    d->hdr.gen != (s->ndesc ? s->seq : d->hdr.gen) ||
 		    d->index != s->ndesc) {
 			if (s->ndesc)
-				fk_problem(f, FK_NOTE, NULL, "journal: "
-					   "transaction %llu has no valid "
-					   "commit; ignored",
-					   (unsigned long long)s->seq);
+				mqfs_fk_problem(f, FK_NOTE, NULL, "journal: "
+						"transaction %llu has no valid "
+						"commit; ignored",
+						(unsigned long long)s->seq);
 			return 0;
 		}
 		s->seq = d->hdr.gen;
@@ -425,9 +425,9 @@ static int fk_journal_read(struct fsck *f, struct fk_jscan *s, uint8_t *blk)
 		XXH3_64bits_update(s->hash, blk, MQFS_BLOCK_SIZE);
 		err = fk_journal_copies(f, s, d);
 		if (err == -EUCLEAN)
-			fk_problem(f, FK_NOTE, NULL, "journal: transaction "
-				   "%llu is incomplete; ignored",
-				   (unsigned long long)s->seq);
+			mqfs_fk_problem(f, FK_NOTE, NULL, "journal: "
+					"transaction %llu is incomplete; "
+					"ignored", (unsigned long long)s->seq);
 		if (err)
 			return err == -EUCLEAN ? 0 : err;
 	}
@@ -487,7 +487,7 @@ static int fk_pass_journal(struct fsck *f)
 	uint8_t *blk = mqfs_alloc_blocks_mem(1);
 	int ret;
 
-	fk_verbose(f, "Pass 2: journal");
+	mqfs_fk_verbose(f, "Pass 2: journal");
 	s.hash = XXH3_createState();
 	if (!blk || !s.hash) {
 		free(blk);
@@ -681,7 +681,7 @@ static bool fk_skip(struct fsck *f)
 
 static int fk_run(struct fsck *f)
 {
-	int err = fk_pass_super(f);
+	int err = mqfs_fk_pass_super(f);
 
 	if (!err)
 		err = fk_pass_journal(f);
@@ -694,19 +694,19 @@ static int fk_run(struct fsck *f)
 		return 0;
 	err = fk_alloc_state(f);
 	if (!err)
-		err = fk_pass_ags(f);
+		err = mqfs_fk_pass_ags(f);
 	if (!err)
-		err = fk_pass_inodes(f);
+		err = mqfs_fk_pass_inodes(f);
 	if (!err)
-		err = fk_fix_dups(f);
+		err = mqfs_fk_fix_dups(f);
 	if (!err)
-		err = fk_pass_dirs(f);
+		err = mqfs_fk_pass_dirs(f);
 	if (!err)
-		err = fk_pass_orphans(f);
+		err = mqfs_fk_pass_orphans(f);
 	if (!err)
-		err = fk_check_links(f);
+		err = mqfs_fk_check_links(f);
 	if (!err)
-		err = fk_pass_bitmaps(f);
+		err = mqfs_fk_pass_bitmaps(f);
 	return err ? err : fk_finish(f);
 }
 

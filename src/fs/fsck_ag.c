@@ -51,7 +51,7 @@ static int fk_check_ag(struct fsck *f, uint32_t ag, uint8_t *buf)
 	int err;
 
 	fk_mark_range(f, meta, 3 + (uint64_t)f->l.itable_blocks);
-	err = fk_read_meta(f, meta, MQFS_T_AG, buf);
+	err = mqfs_fk_read_meta(f, meta, MQFS_T_AG, buf);
 	if (err == -EUCLEAN)
 		why = "bad checksum or header";
 	else if (err)
@@ -60,35 +60,35 @@ static int fk_check_ag(struct fsck *f, uint32_t ag, uint8_t *buf)
 		why = fk_ag_header_bad(f, ag, (const void *)buf);
 	if (why) {
 		f->ag_bad[ag] |= FK_AG_HDR;
-		fk_problem(f, FK_SAFE, "rebuilt", "AG %u header (block %llu): "
-			   "%s", ag, (unsigned long long)meta, why);
+		mqfs_fk_problem(f, FK_SAFE, "rebuilt", "AG %u header (block "
+				"%llu): %s", ag, (unsigned long long)meta, why);
 	}
 	for (unsigned i = 1; i <= 2; i++) {
 		unsigned type = i == 1 ? MQFS_T_BBITMAP : MQFS_T_IBITMAP;
 
-		err = fk_read_meta(f, meta + i, type, buf);
+		err = mqfs_fk_read_meta(f, meta + i, type, buf);
 		if (err && err != -EUCLEAN)
 			return err;
 		if (!err)
 			continue;
 		f->ag_bad[ag] |= i == 1 ? FK_AG_BBITMAP : FK_AG_IBITMAP;
-		fk_problem(f, FK_SAFE, "rebuilt", "AG %u %s bitmap (block "
-			   "%llu): bad checksum or header", ag,
-			   i == 1 ? "block" : "inode",
-			   (unsigned long long)(meta + i));
+		mqfs_fk_problem(f, FK_SAFE, "rebuilt", "AG %u %s bitmap (block "
+				"%llu): bad checksum or header", ag,
+				i == 1 ? "block" : "inode",
+				(unsigned long long)(meta + i));
 	}
 	return 0;
 }
 
-int fk_pass_ags(struct fsck *f)
+int mqfs_fk_pass_ags(struct fsck *f)
 {
 	uint8_t *buf = mqfs_alloc_blocks_mem(1);
 	int err = 0;
 
 	if (!buf)
 		return -ENOMEM;
-	fk_verbose(f, "Pass 3: allocation groups");
-	fk_progress_pass(f, 0, 5);
+	mqfs_fk_verbose(f, "Pass 3: allocation groups");
+	mqfs_fk_progress_pass(f, 0, 5);
 	/* Superblock, journal, the copies: never data. */
 	fk_mark_range(f, 0, 1 + (uint64_t)f->l.journal_blocks);
 	{
@@ -100,7 +100,7 @@ int fk_pass_ags(struct fsck *f)
 	}
 	for (uint32_t ag = 0; ag < f->l.ag_count && !err; ag++) {
 		err = fk_check_ag(f, ag, buf);
-		fk_progress(f, ag + 1, f->l.ag_count);
+		mqfs_fk_progress(f, ag + 1, f->l.ag_count);
 	}
 	free(buf);
 	return err;
@@ -156,7 +156,7 @@ static int fk_sync_bitmap(struct fsck *f, uint32_t ag, uint64_t blk,
 	int err;
 
 	if (!bad) {
-		err = fk_read(f, blk, disk, 1);
+		err = mqfs_fk_read(f, blk, disk, 1);
 		if (err)
 			return err;
 		if (!memcmp(want + MQFS_HDR_SIZE, disk + MQFS_HDR_SIZE,
@@ -165,21 +165,20 @@ static int fk_sync_bitmap(struct fsck *f, uint32_t ag, uint64_t blk,
 		fk_bits_compare(want + MQFS_HDR_SIZE, disk + MQFS_HDR_SIZE,
 				ignore, MQFS_BITMAP_BITS, &d);
 		if (d.missing)
-			fk_problem(f, FK_SAFE, "fixed", "AG %u %s bitmap (block "
-				   "%llu): %u %s in use marked free (first "
-				   "%llu)", ag, type == MQFS_T_BBITMAP ?
-				   "block" : "inode", (unsigned long long)blk,
-				   d.missing, what,
-				   (unsigned long long)(base + d.first_missing));
+			mqfs_fk_problem(f, FK_SAFE, "fixed", "AG %u %s bitmap "
+				"(block %llu): %u %s in use marked free (first "
+				"%llu)", ag, type == MQFS_T_BBITMAP ? "block" :
+				"inode", (unsigned long long)blk, d.missing,
+				what,
+				(unsigned long long)(base + d.first_missing));
 		if (d.extra)
-			fk_problem(f, FK_SAFE, "fixed", "AG %u %s bitmap (block "
-				   "%llu): %u free %s marked in use (first "
-				   "%llu)", ag, type == MQFS_T_BBITMAP ?
-				   "block" : "inode", (unsigned long long)blk,
-				   d.extra, what,
-				   (unsigned long long)(base + d.first_extra));
+			mqfs_fk_problem(f, FK_SAFE, "fixed", "AG %u %s bitmap "
+				"(block %llu): %u free %s marked in use (first "
+				"%llu)", ag, type == MQFS_T_BBITMAP ? "block" :
+				"inode", (unsigned long long)blk, d.extra, what,
+				(unsigned long long)(base + d.first_extra));
 	}
-	return fk_write(f, blk, want, type);
+	return mqfs_fk_write(f, blk, want, type);
 }
 
 struct fk_agcount {
@@ -249,7 +248,7 @@ static int fk_sync_ag_header(struct fsck *f, uint32_t ag, uint8_t *buf,
 {
 	uint64_t meta = mqfs_ag_meta_start(&f->l, ag);
 	struct mqfs_ag *h = (struct mqfs_ag *)buf;
-	int err = fk_read(f, meta, buf, 1);
+	int err = mqfs_fk_read(f, meta, buf, 1);
 
 	if (err)
 		return err;
@@ -263,14 +262,14 @@ static int fk_sync_ag_header(struct fsck *f, uint32_t ag, uint8_t *buf,
 		if (h->free_blocks + d->free_blocks != c->free_blocks ||
 		    h->free_inodes + d->free_inodes != c->free_inodes ||
 		    h->dirs + d->dirs != c->dirs)
-			fk_problem(f, FK_SAFE, "fixed", "AG %u header (block "
-				   "%llu): free blocks %u, free inodes %u, "
-				   "directories %u; counted %u, %u, %u", ag,
-				   (unsigned long long)meta, h->free_blocks,
-				   h->free_inodes, h->dirs, c->free_blocks -
-				   (uint32_t)d->free_blocks, c->free_inodes -
-				   (uint32_t)d->free_inodes,
-				   c->dirs - (uint32_t)d->dirs);
+			mqfs_fk_problem(f, FK_SAFE, "fixed", "AG %u header "
+				"(block %llu): free blocks %u, free inodes %u, "
+				"directories %u; counted %u, %u, %u", ag,
+				(unsigned long long)meta, h->free_blocks,
+				h->free_inodes, h->dirs,
+				c->free_blocks - (uint32_t)d->free_blocks,
+				c->free_inodes - (uint32_t)d->free_inodes,
+				c->dirs - (uint32_t)d->dirs);
 	}
 	memset(buf, 0, MQFS_BLOCK_SIZE);
 	h->ag_index = ag;
@@ -282,10 +281,10 @@ static int fk_sync_ag_header(struct fsck *f, uint32_t ag, uint8_t *buf,
 	h->free_blocks = c->free_blocks;
 	h->free_inodes = c->free_inodes;
 	h->dirs = c->dirs;
-	return fk_write(f, meta, buf, MQFS_T_AG);
+	return mqfs_fk_write(f, meta, buf, MQFS_T_AG);
 }
 
-int fk_pass_bitmaps(struct fsck *f)
+int mqfs_fk_pass_bitmaps(struct fsck *f)
 {
 	uint8_t *want = mqfs_alloc_blocks_mem(3);
 	uint8_t *disk = want + MQFS_BLOCK_SIZE, *ignore = disk + MQFS_BLOCK_SIZE;
@@ -296,8 +295,8 @@ int fk_pass_bitmaps(struct fsck *f)
 
 	if (!want)
 		return -ENOMEM;
-	fk_verbose(f, "Pass 7: bitmaps and counts");
-	fk_progress_pass(f, 95, 5);
+	mqfs_fk_verbose(f, "Pass 7: bitmaps and counts");
+	mqfs_fk_progress_pass(f, 95, 5);
 	for (uint32_t ag = 0; ag < f->l.ag_count && !err; ag++) {
 		struct fk_agcount c = { 0 };
 
@@ -311,7 +310,7 @@ int fk_pass_bitmaps(struct fsck *f)
 		free_inodes += c.free_inodes;
 		dblocks += f->agd[ag].free_blocks;
 		dinodes += f->agd[ag].free_inodes;
-		fk_progress(f, ag + 1, f->l.ag_count);
+		mqfs_fk_progress(f, ag + 1, f->l.ag_count);
 	}
 	free(want);
 	if (err)
@@ -321,13 +320,15 @@ int fk_pass_bitmaps(struct fsck *f)
 		if (sb->state & MQFS_STATE_CLEAN &&
 		    (sb->free_blocks + (uint64_t)dblocks != free_blocks ||
 		     sb->free_inodes + (uint64_t)dinodes != free_inodes))
-			fk_problem(f, FK_SAFE, "fixed", "superblock: free "
-				   "blocks %llu, free inodes %llu; counted "
-				   "%llu, %llu",
-				   (unsigned long long)sb->free_blocks,
-				   (unsigned long long)sb->free_inodes,
-				   (unsigned long long)(free_blocks - (uint64_t)dblocks),
-				   (unsigned long long)(free_inodes - (uint64_t)dinodes));
+			mqfs_fk_problem(f, FK_SAFE, "fixed", "superblock: free "
+					"blocks %llu, free inodes %llu; "
+					"counted %llu, %llu",
+					(unsigned long long)sb->free_blocks,
+					(unsigned long long)sb->free_inodes,
+					(unsigned long long)(free_blocks -
+						(uint64_t)dblocks),
+					(unsigned long long)(free_inodes -
+						(uint64_t)dinodes));
 		sb->free_blocks = free_blocks;
 		sb->free_inodes = free_inodes;
 		f->sb_changed = true;

@@ -217,7 +217,7 @@ static int fk_entry_count(struct fk_dwalk *w, uint64_t dir, uint64_t ino)
 		fi->links++;
 		return 0;
 	}
-	fd = fk_dir_find(w->f, ino);
+	fd = mqfs_fk_dir_find(w->f, ino);
 	if (fd)
 		fd->found = dir;
 	w->f->ino[dir].links++;		/* the subdirectory's ".." */
@@ -240,20 +240,21 @@ static int fk_check_entry(struct fk_dwalk *w, uint64_t dir, uint64_t pblk,
 		return err;
 	fk_name_str(de->name, de->name_len, nb);
 	if (why) {
-		fk_problem(f, FK_UNSAFE, "entry removed", "directory %llu "
-			   "(block %llu offset %u): entry '%s' -> inode %llu "
-			   "%s", (unsigned long long)dir,
-			   (unsigned long long)pblk, off, nb,
-			   (unsigned long long)de->ino, why);
+		mqfs_fk_problem(f, FK_UNSAFE, "entry removed", "directory %llu "
+				"(block %llu offset %u): entry '%s' -> inode "
+				"%llu %s", (unsigned long long)dir,
+				(unsigned long long)pblk, off, nb,
+				(unsigned long long)de->ino, why);
 		return 0;
 	}
 	hash = (uint32_t)mqfs_hash(de->name, de->name_len);
 	dtype = f->ino[de->ino].dtype;
 	if (de->hash != hash || de->type != dtype) {
-		fk_problem(f, FK_SAFE, "fixed", "directory %llu (block %llu): "
-			   "entry '%s' has a wrong %s",
-			   (unsigned long long)dir, (unsigned long long)pblk,
-			   nb, de->type != dtype ? "file type" : "hash");
+		mqfs_fk_problem(f, FK_SAFE, "fixed", "directory %llu (block "
+				"%llu): entry '%s' has a wrong %s",
+				(unsigned long long)dir,
+				(unsigned long long)pblk, nb,
+				de->type != dtype ? "file type" : "hash");
 		de->hash = hash;
 		de->type = (uint8_t)dtype;
 		*changed = true;
@@ -313,10 +314,11 @@ static int fk_scan_records(struct fk_dwalk *w, uint64_t dir, uint64_t pblk,
 		int keep = 1;
 
 		if (!fk_rec_ok(blk, off)) {
-			fk_problem(w->f, FK_UNSAFE, "rest of the block dropped",
-				   "directory %llu (block %llu offset %u): bad "
-				   "record", (unsigned long long)dir,
-				   (unsigned long long)pblk, off);
+			mqfs_fk_problem(w->f, FK_UNSAFE, "rest of the block "
+					"dropped", "directory %llu (block %llu "
+					"offset %u): bad record",
+					(unsigned long long)dir,
+					(unsigned long long)pblk, off);
 			if (prev)
 				((struct mqfs_dirent *)(blk + prev))->rec_len =
 					(uint16_t)(MQFS_BLOCK_SIZE - prev);
@@ -345,21 +347,22 @@ static int fk_scan_dir_block(struct fk_dwalk *w, uint64_t dir, uint64_t lblk,
 			     uint64_t pblk)
 {
 	bool changed = false;
-	int err = fk_read_meta(w->f, pblk, MQFS_T_DIR, w->blk);
+	int err = mqfs_fk_read_meta(w->f, pblk, MQFS_T_DIR, w->blk);
 
 	if (err == -EUCLEAN) {
-		fk_problem(w->f, FK_UNSAFE, "reinitialised empty; its entries "
-			   "are lost", "directory %llu block %llu (file block "
-			   "%llu): bad checksum or header",
-			   (unsigned long long)dir, (unsigned long long)pblk,
-			   (unsigned long long)lblk);
+		mqfs_fk_problem(w->f, FK_UNSAFE, "reinitialised empty; its "
+				"entries are lost", "directory %llu block %llu "
+				"(file block %llu): bad checksum or header",
+				(unsigned long long)dir,
+				(unsigned long long)pblk,
+				(unsigned long long)lblk);
 		fk_dir_block_init(w->blk);
-		return fk_write(w->f, pblk, w->blk, MQFS_T_DIR);
+		return mqfs_fk_write(w->f, pblk, w->blk, MQFS_T_DIR);
 	}
 	if (!err)
 		err = fk_scan_records(w, dir, pblk, w->blk, &changed);
 	if (!err && changed)
-		err = fk_write(w->f, pblk, w->blk, MQFS_T_DIR);
+		err = mqfs_fk_write(w->f, pblk, w->blk, MQFS_T_DIR);
 	return err;
 }
 
@@ -369,10 +372,10 @@ static int fk_scan_dir(struct fk_dwalk *w, uint64_t dir)
 	struct mqfs_inode d;
 	uint64_t lblk = 0;
 	size_t n = 0;
-	int err = fk_inode_read(w->f, dir, &d);
+	int err = mqfs_fk_inode_read(w->f, dir, &d);
 
 	if (!err)
-		err = fk_dir_extents(w->f, &d, &v, &n);
+		err = mqfs_fk_dir_extents(w->f, &d, &v, &n);
 	fk_names_reset(&w->names);
 	for (size_t i = 0; !err && i < n; i++)
 		for (uint32_t k = 0; !err && k < v[i].len; k++, lblk++)
@@ -396,7 +399,7 @@ static int fk_walk_from(struct fsck *f, uint64_t start)
 
 		w.n--;
 		err = fk_scan_dir(&w, dir);
-		fk_progress(f, ++f->dirs_done, f->ndirs);
+		mqfs_fk_progress(f, ++f->dirs_done, f->ndirs);
 	}
 	free(w.q);
 	free(w.blk);
@@ -414,23 +417,24 @@ static int fk_check_root(struct fsck *f)
 
 	if ((fi->flags & (FK_I_LIVE | FK_I_DIR)) == (FK_I_LIVE | FK_I_DIR))
 		return 0;
-	fk_problem(f, FK_UNSAFE, "recreated empty", "root directory (inode "
-		   "1): %s", fi->flags & FK_I_LIVE ? "not a directory"
-						  : "missing");
+	mqfs_fk_problem(f, FK_UNSAFE, "recreated empty", "root directory "
+			"(inode 1): %s", fi->flags & FK_I_LIVE ? "not a "
+			"directory" : "missing");
 	if (fi->flags & FK_I_LIVE)
-		err = fk_free_inode(f, MQFS_ROOT_INO);
-	return err ? err : fk_make_dir(f, MQFS_ROOT_INO, MQFS_ROOT_INO, 0755);
+		err = mqfs_fk_free_inode(f, MQFS_ROOT_INO);
+	return err ? err : mqfs_fk_make_dir(f, MQFS_ROOT_INO, MQFS_ROOT_INO,
+					    0755);
 }
 
-int fk_pass_dirs(struct fsck *f)
+int mqfs_fk_pass_dirs(struct fsck *f)
 {
 	int err;
 
-	fk_verbose(f, "Pass 5: directories");
-	fk_progress_pass(f, 75, 20);
+	mqfs_fk_verbose(f, "Pass 5: directories");
+	mqfs_fk_progress_pass(f, 75, 20);
 	err = fk_check_root(f);
 	if (!err) {
-		struct fk_dir *root = fk_dir_find(f, MQFS_ROOT_INO);
+		struct fk_dir *root = mqfs_fk_dir_find(f, MQFS_ROOT_INO);
 
 		if (root)
 			root->found = MQFS_ROOT_INO;
@@ -441,13 +445,13 @@ int fk_pass_dirs(struct fsck *f)
 
 /* ---- pass 6: the orphan list ------------------------------------------- */
 
-int fk_pass_orphans(struct fsck *f)
+int mqfs_fk_pass_orphans(struct fsck *f)
 {
 	uint64_t ino = f->sb->orphan_head, steps = 0;
 	struct mqfs_inode d;
 	int err;
 
-	fk_verbose(f, "Pass 6: orphan list");
+	mqfs_fk_verbose(f, "Pass 6: orphan list");
 	while (ino) {
 		const char *why = NULL;
 
@@ -458,13 +462,13 @@ int fk_pass_orphans(struct fsck *f)
 		else if (f->ino[ino].flags & FK_I_ORPHAN || ++steps > f->inode_count)
 			why = "closes a cycle";
 		if (why) {
-			fk_problem(f, FK_SAFE, "list cut there", "orphan list: "
-				   "inode %llu %s", (unsigned long long)ino,
-				   why);
+			mqfs_fk_problem(f, FK_SAFE, "list cut there", "orphan "
+					"list: inode %llu %s",
+					(unsigned long long)ino, why);
 			break;
 		}
 		f->ino[ino].flags |= FK_I_ORPHAN;
-		err = fk_inode_read(f, ino, &d);
+		err = mqfs_fk_inode_read(f, ino, &d);
 		if (err)
 			return err;
 		ino = d.orphan_next;
@@ -480,12 +484,12 @@ static int fk_reconnect(struct fsck *f, uint64_t ino)
 	struct fk_ino *fi = &f->ino[ino];
 	struct mqfs_inode d;
 	char name[32];
-	int err = fk_lost_found(f);
+	int err = mqfs_fk_lost_found(f);
 
 	if (err)
 		return err;
 	snprintf(name, sizeof(name), "#%llu", (unsigned long long)ino);
-	err = fk_dir_add(f, f->lost_found, name, ino, fi->dtype);
+	err = mqfs_fk_dir_add(f, f->lost_found, name, ino, fi->dtype);
 	if (err)
 		return err;
 	fi->flags |= FK_I_REACHED;
@@ -493,14 +497,14 @@ static int fk_reconnect(struct fsck *f, uint64_t ino)
 		fi->links++;
 		return 0;
 	}
-	fk_dir_find(f, ino)->found = f->lost_found;
+	mqfs_fk_dir_find(f, ino)->found = f->lost_found;
 	/* lost+found gains a subdirectory: its nlink follows at once. */
-	err = fk_inode_read(f, f->lost_found, &d);
+	err = mqfs_fk_inode_read(f, f->lost_found, &d);
 	if (!err) {
 		d.nlink++;
 		f->ino[f->lost_found].nlink++;
 		f->ino[f->lost_found].links++;
-		err = fk_inode_write(f, f->lost_found, &d);
+		err = mqfs_fk_inode_write(f, f->lost_found, &d);
 	}
 	return err ? err : fk_walk_from(f, ino);
 }
@@ -510,16 +514,16 @@ static int fk_unreachable(struct fsck *f, uint64_t ino, const char *what)
 {
 	int err;
 
-	fk_problem(f, FK_UNSAFE, "moved to /lost+found", "%s %llu is not in "
-		   "any directory", what, (unsigned long long)ino);
+	mqfs_fk_problem(f, FK_UNSAFE, "moved to /lost+found", "%s %llu is not "
+			"in any directory", what, (unsigned long long)ino);
 	err = fk_reconnect(f, ino);
 	if (err == -ENOMEM || err == -EIO)
 		return err;
 	if (err) {
-		fk_problem(f, FK_UNSAFE, "freed", "%s %llu: cannot reconnect "
-			   "it (%s)", what, (unsigned long long)ino,
-			   strerror(-err));
-		err = fk_free_inode(f, ino);
+		mqfs_fk_problem(f, FK_UNSAFE, "freed", "%s %llu: cannot "
+				"reconnect it (%s)", what,
+				(unsigned long long)ino, strerror(-err));
+		err = mqfs_fk_free_inode(f, ino);
 	}
 	return err;
 }
@@ -530,7 +534,7 @@ static uint64_t fk_unreached_top(struct fsck *f, const struct fk_dir *fd)
 	uint64_t top = fd->ino;
 
 	for (size_t steps = 0; steps < f->ndirs; steps++) {
-		const struct fk_dir *p = fk_dir_find(f, fd->parent);
+		const struct fk_dir *p = mqfs_fk_dir_find(f, fd->parent);
 
 		if (!p || p->ino == fd->ino ||
 		    (f->ino[p->ino].flags & (FK_I_LIVE | FK_I_REACHED)) !=
@@ -573,16 +577,16 @@ static int fk_connect_files(struct fsck *f)
 		if (fi->nlink && !(fi->flags & FK_I_ORPHAN)) {
 			err = fk_unreachable(f, ino, "inode");
 		} else if (fi->flags & FK_I_ORPHAN && !fi->nlink) {
-			fk_problem(f, FK_NOTE, NULL, "orphan inode %llu "
-				   "freed", (unsigned long long)ino);
-			err = fk_free_inode(f, ino);
+			mqfs_fk_problem(f, FK_NOTE, NULL, "orphan inode %llu "
+					"freed", (unsigned long long)ino);
+			err = mqfs_fk_free_inode(f, ino);
 		} else if (fi->flags & FK_I_ORPHAN) {
 			err = fk_unreachable(f, ino, "orphan inode");
 		} else {
-			fk_problem(f, FK_SAFE, "freed", "inode %llu: not in "
-				   "any directory and no links",
-				   (unsigned long long)ino);
-			err = fk_free_inode(f, ino);
+			mqfs_fk_problem(f, FK_SAFE, "freed", "inode %llu: not "
+					"in any directory and no links",
+					(unsigned long long)ino);
+			err = mqfs_fk_free_inode(f, ino);
 		}
 	}
 	return err;
@@ -607,29 +611,28 @@ static int fk_clear_orphans(struct fsck *f)
 		if ((f->ino[ino].flags & (FK_I_LIVE | FK_I_ORPHAN)) !=
 		    (FK_I_LIVE | FK_I_ORPHAN))
 			continue;
-		err = fk_inode_read(f, ino, &d);
+		err = mqfs_fk_inode_read(f, ino, &d);
 		if (err)
 			break;
 		keep = S_ISREG(d.mode) && d.nlink;
 		if (keep)
-			fk_problem(f, FK_NOTE, NULL, "inode %llu: interrupted "
-				   "truncate; the next mount finishes it",
-				   (unsigned long long)ino);
-		else
-			fk_problem(f, FK_SAFE, "taken off the list", "inode "
-				   "%llu: on the orphan list but linked",
-				   (unsigned long long)ino);
+			mqfs_fk_problem(f, FK_NOTE, NULL, "inode %llu: "
+					"interrupted truncate; the next mount "
+					"finishes it", (unsigned long long)ino);
+		else mqfs_fk_problem(f, FK_SAFE, "taken off the list", "inode "
+				     "%llu: on the orphan list but linked",
+				     (unsigned long long)ino);
 		if (d.orphan_next) {
 			d.orphan_next = 0;
-			err = fk_inode_write(f, ino, &d);
+			err = mqfs_fk_inode_write(f, ino, &d);
 		}
 		if (err || !keep)
 			continue;
 		if (prev) {
-			err = fk_inode_read(f, prev, &d);
+			err = mqfs_fk_inode_read(f, prev, &d);
 			d.orphan_next = ino;
 			if (!err)
-				err = fk_inode_write(f, prev, &d);
+				err = mqfs_fk_inode_write(f, prev, &d);
 		} else {
 			head = ino;
 		}
@@ -654,16 +657,16 @@ static int fk_fix_parents(struct fsck *f)
 		if (!(f->ino[fd->ino].flags & FK_I_LIVE) ||
 		    fd->parent == fd->found || !fd->found)
 			continue;
-		fk_problem(f, FK_SAFE, "fixed", "directory %llu: parent is "
-			   "%llu, but it is in directory %llu",
-			   (unsigned long long)fd->ino,
-			   (unsigned long long)fd->parent,
-			   (unsigned long long)fd->found);
-		err = fk_inode_read(f, fd->ino, &d);
+		mqfs_fk_problem(f, FK_SAFE, "fixed", "directory %llu: parent "
+				"is %llu, but it is in directory %llu",
+				(unsigned long long)fd->ino,
+				(unsigned long long)fd->parent,
+				(unsigned long long)fd->found);
+		err = mqfs_fk_inode_read(f, fd->ino, &d);
 		if (!err) {
 			d.parent = fd->found;
 			fd->parent = fd->found;
-			err = fk_inode_write(f, fd->ino, &d);
+			err = mqfs_fk_inode_write(f, fd->ino, &d);
 		}
 	}
 	return err;
@@ -681,20 +684,20 @@ static int fk_fix_nlinks(struct fsck *f)
 
 		if (!(fi->flags & FK_I_LIVE) || fi->nlink == want)
 			continue;
-		fk_problem(f, FK_SAFE, "fixed", "inode %llu: link count %u, "
-			   "counted %u", (unsigned long long)ino, fi->nlink,
-			   want);
-		err = fk_inode_read(f, ino, &d);
+		mqfs_fk_problem(f, FK_SAFE, "fixed", "inode %llu: link count "
+				"%u, counted %u", (unsigned long long)ino,
+				fi->nlink, want);
+		err = mqfs_fk_inode_read(f, ino, &d);
 		if (!err) {
 			d.nlink = want;
 			fi->nlink = want;
-			err = fk_inode_write(f, ino, &d);
+			err = mqfs_fk_inode_write(f, ino, &d);
 		}
 	}
 	return err;
 }
 
-int fk_check_links(struct fsck *f)
+int mqfs_fk_check_links(struct fsck *f)
 {
 	int err = fk_connect_dirs(f);
 

@@ -88,7 +88,7 @@ struct fk_agdelta {
 	int64_t free_blocks, free_inodes, dirs;
 };
 
-/* Problem kinds for fk_problem(). */
+/* Problem kinds for mqfs_fk_problem(). */
 enum fk_kind {
 	FK_NOTE = 0,			/* information, not an error */
 	FK_SAFE,			/* -p may fix it */
@@ -139,26 +139,27 @@ struct fsck {
 /* ---- fsck_super.c ------------------------------------------------------ */
 
 /* Pass 1: f->sb from block 0 or a copy, the layout, f->gen; 0 or -errno. */
-int fk_pass_super(struct fsck *f);
+int mqfs_fk_pass_super(struct fsck *f);
 
 /* ---- fsck.c ------------------------------------------------------------ */
 
 /* Report one finding (one line naming the structure); @fix is the repair
  * made in repair modes ("" for none). */
-void fk_problem(struct fsck *f, enum fk_kind kind, const char *fix,
-		const char *fmt, ...) __attribute__((format(printf, 4, 5)));
-void fk_verbose(struct fsck *f, const char *fmt, ...)
+void mqfs_fk_problem(struct fsck *f, enum fk_kind kind, const char *fix,
+		     const char *fmt,
+		     ...) __attribute__((format(printf, 4, 5)));
+void mqfs_fk_verbose(struct fsck *f, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
-void fk_progress_pass(struct fsck *f, int base, int span);
-void fk_progress(struct fsck *f, uint64_t done, uint64_t total);
+void mqfs_fk_progress_pass(struct fsck *f, int base, int span);
+void mqfs_fk_progress(struct fsck *f, uint64_t done, uint64_t total);
 
 /* Read @n blocks from @blk as they stand after replay and repairs. */
-int fk_read(struct fsck *f, uint64_t blk, void *buf, uint32_t n);
+int mqfs_fk_read(struct fsck *f, uint64_t blk, void *buf, uint32_t n);
 /* Replace block @blk: sealed as @type, or raw when @type is 0. */
-int fk_write(struct fsck *f, uint64_t blk, void *buf, unsigned type);
+int mqfs_fk_write(struct fsck *f, uint64_t blk, void *buf, unsigned type);
 /* Read block @blk and verify it as @type: 0, -EUCLEAN or -errno. */
-int fk_read_meta(struct fsck *f, uint64_t blk, unsigned type, void *buf);
-bool fk_all_zero(const void *buf, size_t len);
+int mqfs_fk_read_meta(struct fsck *f, uint64_t blk, unsigned type, void *buf);
+bool mqfs_fk_all_zero(const void *buf, size_t len);
 
 /* Block bitmap of the computed state. */
 static inline bool fk_used(const struct fsck *f, uint64_t blk)
@@ -175,8 +176,8 @@ static inline void fk_set_used(struct fsck *f, uint64_t blk, bool on)
 }
 
 /* fsck allocates (@used) or frees a block / an inode itself. */
-void fk_block_change(struct fsck *f, uint64_t blk, bool used);
-void fk_inode_change(struct fsck *f, uint64_t ino, bool live, bool dir);
+void mqfs_fk_block_change(struct fsck *f, uint64_t blk, bool used);
+void mqfs_fk_inode_change(struct fsck *f, uint64_t ino, bool live, bool dir);
 
 /* Inode number -> AG, index, table block, slot. */
 static inline uint32_t fk_ino_ag(const struct fsck *f, uint64_t ino)
@@ -184,7 +185,7 @@ static inline uint32_t fk_ino_ag(const struct fsck *f, uint64_t ino)
 	return (uint32_t)((ino - 1) / f->l.inodes_per_ag);
 }
 
-uint64_t fk_itable_blk(const struct fsck *f, uint64_t ino);
+uint64_t mqfs_fk_itable_blk(const struct fsck *f, uint64_t ino);
 static inline unsigned fk_ino_slot(const struct fsck *f, uint64_t ino)
 {
 	return (unsigned)((ino - 1) % f->l.inodes_per_ag %
@@ -199,49 +200,51 @@ static inline bool fk_ino_valid(const struct fsck *f, uint64_t ino)
 /* ---- fsck_ag.c --------------------------------------------------------- */
 
 /* Pass 3: every AG header and bitmap block; the fixed metadata in use. */
-int fk_pass_ags(struct fsck *f);
+int mqfs_fk_pass_ags(struct fsck *f);
 /* Pass 7: the computed bitmaps and counts to the disk where they differ. */
-int fk_pass_bitmaps(struct fsck *f);
+int mqfs_fk_pass_bitmaps(struct fsck *f);
 
 /* ---- fsck_inode.c ------------------------------------------------------ */
 
-int fk_pass_inodes(struct fsck *f);
-int fk_fix_dups(struct fsck *f);
-int fk_inode_read(struct fsck *f, uint64_t ino, struct mqfs_inode *d);
-int fk_inode_write(struct fsck *f, uint64_t ino, const struct mqfs_inode *d);
-unsigned fk_mode_dtype(uint16_t mode);
+int mqfs_fk_pass_inodes(struct fsck *f);
+int mqfs_fk_fix_dups(struct fsck *f);
+int mqfs_fk_inode_read(struct fsck *f, uint64_t ino, struct mqfs_inode *d);
+int mqfs_fk_inode_write(struct fsck *f, uint64_t ino,
+			const struct mqfs_inode *d);
+unsigned mqfs_fk_mode_dtype(uint16_t mode);
 /*
  * Visit the data extents of an inode checked by pass 4 (and every tree
  * block with @ext NULL); @fn returns nonzero to stop.
  */
-int fk_extent_iter(struct fsck *f, const struct mqfs_inode *d,
-		   mqfs_extent_fn fn, void *ctx);
-struct fk_dir *fk_dir_find(struct fsck *f, uint64_t ino);
+int mqfs_fk_extent_iter(struct fsck *f, const struct mqfs_inode *d,
+			mqfs_extent_fn fn, void *ctx);
+struct fk_dir *mqfs_fk_dir_find(struct fsck *f, uint64_t ino);
 
 /* ---- fsck_dir.c -------------------------------------------------------- */
 
-int fk_pass_dirs(struct fsck *f);
-int fk_pass_orphans(struct fsck *f);
-int fk_check_links(struct fsck *f);
+int mqfs_fk_pass_dirs(struct fsck *f);
+int mqfs_fk_pass_orphans(struct fsck *f);
+int mqfs_fk_check_links(struct fsck *f);
 
 /* ---- fsck_repair.c ----------------------------------------------------- */
 
 /* Free an inode: release its blocks in the computed map, zero it. */
-int fk_free_inode(struct fsck *f, uint64_t ino);
+int mqfs_fk_free_inode(struct fsck *f, uint64_t ino);
 /* First free block in the computed map from @goal (0 when none). */
-uint64_t fk_alloc_block(struct fsck *f, uint64_t goal, uint32_t want,
-			uint32_t *got);
-uint64_t fk_alloc_inode(struct fsck *f);
+uint64_t mqfs_fk_alloc_block(struct fsck *f, uint64_t goal, uint32_t want,
+			     uint32_t *got);
+uint64_t mqfs_fk_alloc_inode(struct fsck *f);
 /* Add entry @name -> @ino to directory @dir (blocks from the computed
  * free map).  0, -ENOSPC, -EFBIG (no room for another extent), -errno. */
-int fk_dir_add(struct fsck *f, uint64_t dir, const char *name,
-	       uint64_t ino, unsigned dtype);
+int mqfs_fk_dir_add(struct fsck *f, uint64_t dir, const char *name,
+		    uint64_t ino, unsigned dtype);
 /* Find or make /lost+found; 0 and f->lost_found set, or -errno. */
-int fk_lost_found(struct fsck *f);
+int mqfs_fk_lost_found(struct fsck *f);
 /* Write an empty directory record @ino in @parent (not linked yet). */
-int fk_make_dir(struct fsck *f, uint64_t ino, uint64_t parent, uint16_t mode);
+int mqfs_fk_make_dir(struct fsck *f, uint64_t ino, uint64_t parent,
+		     uint16_t mode);
 /* The data extents of a checked inode, in order (free *v). */
-int fk_dir_extents(struct fsck *f, const struct mqfs_inode *d,
-		   struct mqfs_extent **v, size_t *n);
+int mqfs_fk_dir_extents(struct fsck *f, const struct mqfs_inode *d,
+			struct mqfs_extent **v, size_t *n);
 
 #endif /* MQFS_FSCK_I_H */

@@ -7,7 +7,7 @@
  * headers, key order and bounds as extent.c keeps them), xattr block and
  * block count.  The blocks each inode claims go into the computed block
  * bitmap; a block claimed a second time is not marked again but its
- * extent is remembered, and fk_fix_dups() gives that extent a copy of
+ * extent is remembered, and mqfs_fk_fix_dups() gives that extent a copy of
  * its own once every claim is known.
  *
  * A damaged extent (or tree block) truncates the file where it starts:
@@ -43,7 +43,7 @@ struct fk_walk {
 	uint8_t *bufs[FK_EXT_DEPTH + 1];	/* one node buffer per level */
 };
 
-unsigned fk_mode_dtype(uint16_t mode)
+unsigned mqfs_fk_mode_dtype(uint16_t mode)
 {
 	switch (mode & S_IFMT) {
 	case S_IFREG: return DT_REG;
@@ -81,7 +81,7 @@ static bool fk_range_free(const struct fsck *f, uint64_t b, uint64_t n)
 	return true;
 }
 
-struct fk_dir *fk_dir_find(struct fsck *f, uint64_t ino)
+struct fk_dir *mqfs_fk_dir_find(struct fsck *f, uint64_t ino)
 {
 	size_t lo = 0, hi = f->ndirs;
 
@@ -132,16 +132,16 @@ static int fk_dup_add(struct fsck *f, uint64_t ino, uint64_t node,
 
 /* ---- inode records -------------------------------------------------- */
 
-int fk_inode_read(struct fsck *f, uint64_t ino, struct mqfs_inode *d)
+int mqfs_fk_inode_read(struct fsck *f, uint64_t ino, struct mqfs_inode *d)
 {
 	uint8_t *buf = mqfs_alloc_blocks_mem(1);
-	uint64_t blk = fk_itable_blk(f, ino);
+	uint64_t blk = mqfs_fk_itable_blk(f, ino);
 	int err;
 
 	if (!buf)
 		return -ENOMEM;
-	err = fk_read(f, blk, buf, 1);
-	if (!err && !fk_all_zero(buf, MQFS_BLOCK_SIZE))
+	err = mqfs_fk_read(f, blk, buf, 1);
+	if (!err && !mqfs_fk_all_zero(buf, MQFS_BLOCK_SIZE))
 		err = mqfs_blk_verify(buf, MQFS_T_ITABLE, blk);
 	if (!err)
 		memcpy(d, buf + mqfs_itable_offset(fk_ino_slot(f, ino)),
@@ -150,19 +150,20 @@ int fk_inode_read(struct fsck *f, uint64_t ino, struct mqfs_inode *d)
 	return err;
 }
 
-int fk_inode_write(struct fsck *f, uint64_t ino, const struct mqfs_inode *d)
+int mqfs_fk_inode_write(struct fsck *f, uint64_t ino,
+			const struct mqfs_inode *d)
 {
 	uint8_t *buf = mqfs_alloc_blocks_mem(1);
-	uint64_t blk = fk_itable_blk(f, ino);
+	uint64_t blk = mqfs_fk_itable_blk(f, ino);
 	int err;
 
 	if (!buf)
 		return -ENOMEM;
-	err = fk_read(f, blk, buf, 1);
+	err = mqfs_fk_read(f, blk, buf, 1);
 	if (!err) {
 		memcpy(buf + mqfs_itable_offset(fk_ino_slot(f, ino)), d,
 		       sizeof(*d));
-		err = fk_write(f, blk, buf, MQFS_T_ITABLE);
+		err = mqfs_fk_write(f, blk, buf, MQFS_T_ITABLE);
 	}
 	free(buf);
 	return err;
@@ -188,7 +189,7 @@ static int fk_iter_node(struct fsck *f, unsigned depth, unsigned nr,
 			break;
 		if (!buf && !(buf = mqfs_alloc_blocks_mem(1)))
 			return -ENOMEM;
-		ret = fk_read_meta(f, e[i].idx.child, MQFS_T_EXTENT, buf);
+		ret = mqfs_fk_read_meta(f, e[i].idx.child, MQFS_T_EXTENT, buf);
 		if (ret)
 			break;
 		n = (const void *)(buf + MQFS_HDR_SIZE);
@@ -203,8 +204,8 @@ static int fk_iter_node(struct fsck *f, unsigned depth, unsigned nr,
 	return ret;
 }
 
-int fk_extent_iter(struct fsck *f, const struct mqfs_inode *d,
-		   mqfs_extent_fn fn, void *ctx)
+int mqfs_fk_extent_iter(struct fsck *f, const struct mqfs_inode *d,
+			mqfs_extent_fn fn, void *ctx)
 {
 	const struct mqfs_ext_node *n = (const void *)d->u.root;
 	unsigned nr = 0;
@@ -229,16 +230,15 @@ static void fk_cut(struct fk_walk *w, const char *where, uint64_t node,
 {
 	w->trunc = w->end;
 	if (node)
-		fk_problem(w->f, FK_UNSAFE, "truncated", "inode %llu: extent "
-			   "%s %llu entry %u %s; file cut at block %llu",
-			   (unsigned long long)w->ino, where,
-			   (unsigned long long)node, slot, why,
-			   (unsigned long long)w->end);
-	else
-		fk_problem(w->f, FK_UNSAFE, "truncated", "inode %llu: extent "
-			   "%s entry %u %s; file cut at block %llu",
-			   (unsigned long long)w->ino, where, slot, why,
-			   (unsigned long long)w->end);
+		mqfs_fk_problem(w->f, FK_UNSAFE, "truncated", "inode %llu: "
+				"extent %s %llu entry %u %s; file cut at block "
+				"%llu", (unsigned long long)w->ino, where,
+				(unsigned long long)node, slot, why,
+				(unsigned long long)w->end);
+	else mqfs_fk_problem(w->f, FK_UNSAFE, "truncated", "inode %llu: extent "
+			     "%s entry %u %s; file cut at block %llu",
+			     (unsigned long long)w->ino, where, slot, why,
+			     (unsigned long long)w->end);
 }
 
 /* Why leaf entry @x (keys in [prev_end, hi)) is wrong, or NULL. */
@@ -285,7 +285,8 @@ static int fk_walk_leaf(struct fk_walk *w, union fk_entry *e, unsigned nr,
 }
 
 static int fk_walk_node(struct fk_walk *w, union fk_entry *e, unsigned nr,
-			unsigned depth, uint64_t lo, uint64_t hi, uint64_t node);
+			unsigned depth, uint64_t lo, uint64_t hi,
+			uint64_t node);
 
 /* Read child @i of an index node; why it is unusable, or NULL. */
 static const char *fk_open_child(struct fk_walk *w, const union fk_entry *e,
@@ -303,7 +304,7 @@ static const char *fk_open_child(struct fk_walk *w, const union fk_entry *e,
 		return "points outside the data area";
 	if (fk_used(w->f, x->child))
 		return "points at a block already in use";
-	*err = fk_read_meta(w->f, x->child, MQFS_T_EXTENT, buf);
+	*err = mqfs_fk_read_meta(w->f, x->child, MQFS_T_EXTENT, buf);
 	if (*err == -EUCLEAN) {
 		*err = 0;
 		return "points at a bad tree block";
@@ -342,7 +343,7 @@ static int fk_walk_child(struct fk_walk *w, union fk_entry *e, unsigned i,
 	}
 	memset(&ce[kept], 0, (n->nr - (unsigned)kept) * sizeof(*ce));
 	n->nr = (uint16_t)kept;
-	return fk_write(w->f, child, buf, MQFS_T_EXTENT) ?: kept;
+	return mqfs_fk_write(w->f, child, buf, MQFS_T_EXTENT) ?: kept;
 }
 
 /* Check a node's entries (keys in [lo, hi)); returns how many stay. */
@@ -381,8 +382,8 @@ static int fk_walk_inline(struct fk_walk *w, struct mqfs_inode *d,
 
 	while (nr < MQFS_INLINE_EXTENTS && d->u.ext[nr].len)
 		nr++;
-	if (!fk_all_zero(&d->u.ext[nr], (MQFS_INLINE_EXTENTS - nr) *
-			 sizeof(d->u.ext[0]))) {
+	if (!mqfs_fk_all_zero(&d->u.ext[nr], (MQFS_INLINE_EXTENTS - nr) *
+			      sizeof(d->u.ext[0]))) {
 		kept = fk_walk_node(w, e, nr, 0, 0, MQFS_MAX_FILE_BLOCKS, 0);
 		if (kept < 0)
 			return kept;
@@ -440,8 +441,8 @@ static int fk_check_extents(struct fsck *f, uint64_t ino,
 		if (!(w.bufs[i] = mqfs_alloc_blocks_mem(1)))
 			err = -ENOMEM;
 	if (!err)
-		err = d->iflags & MQFS_IF_EXTENT_TREE ?
-			fk_walk_tree(&w, d, dirty) : fk_walk_inline(&w, d, dirty);
+		err = d->iflags & MQFS_IF_EXTENT_TREE ? fk_walk_tree(&w, d,
+				dirty) : fk_walk_inline(&w, d, dirty);
 	for (unsigned i = 0; i <= FK_EXT_DEPTH; i++)
 		free(w.bufs[i]);
 	if (err)
@@ -449,21 +450,21 @@ static int fk_check_extents(struct fsck *f, uint64_t ino,
 	*blocks = w.blocks;
 	*cut = w.trunc != FK_NO_TRUNC;
 	if (S_ISREG(d->mode) && d->size > MQFS_MAX_FILE_BYTES) {
-		fk_problem(f, FK_SAFE, "fixed", "inode %llu: size %llu is "
-			   "beyond the largest file; set to %llu",
-			   (unsigned long long)ino,
-			   (unsigned long long)d->size,
-			   (unsigned long long)(w.end * MQFS_BLOCK_SIZE));
+		mqfs_fk_problem(f, FK_SAFE, "fixed", "inode %llu: size %llu is "
+				"beyond the largest file; set to %llu",
+				(unsigned long long)ino,
+				(unsigned long long)d->size,
+				(unsigned long long)(w.end * MQFS_BLOCK_SIZE));
 		d->size = w.end * MQFS_BLOCK_SIZE;
 		*dirty = true;
 	}
 	if (S_ISDIR(d->mode) && d->size != w.end * MQFS_BLOCK_SIZE) {
 		if (w.trunc == FK_NO_TRUNC)
-			fk_problem(f, FK_SAFE, "fixed", "inode %llu: "
-				   "directory size %llu, its blocks hold %llu",
-				   (unsigned long long)ino,
-				   (unsigned long long)d->size,
-				   (unsigned long long)(w.end * MQFS_BLOCK_SIZE));
+			mqfs_fk_problem(f, FK_SAFE, "fixed", "inode %llu: "
+				"directory size %llu, its blocks hold %llu",
+				(unsigned long long)ino,
+				(unsigned long long)d->size,
+				(unsigned long long)(w.end * MQFS_BLOCK_SIZE));
 		d->size = w.end * MQFS_BLOCK_SIZE;
 		*dirty = true;
 	} else if (w.trunc != FK_NO_TRUNC &&
@@ -480,11 +481,12 @@ static int fk_check_extents(struct fsck *f, uint64_t ino,
 static void fk_check_special(struct fsck *f, uint64_t ino,
 			     struct mqfs_inode *d, bool *dirty)
 {
-	if (fk_has_extents(d) || (fk_all_zero(d->u.root, sizeof(d->u.root)) &&
-				  !d->iflags && !d->size))
+	if (fk_has_extents(d) ||
+	    (mqfs_fk_all_zero(d->u.root, sizeof(d->u.root)) && !d->iflags &&
+	     !d->size))
 		return;
-	fk_problem(f, FK_UNSAFE, "cleared", "inode %llu: special file with "
-		   "data or extents", (unsigned long long)ino);
+	mqfs_fk_problem(f, FK_UNSAFE, "cleared", "inode %llu: special file "
+			"with data or extents", (unsigned long long)ino);
 	memset(d->u.root, 0, sizeof(d->u.root));
 	d->iflags = 0;
 	d->size = 0;
@@ -511,14 +513,14 @@ static int fk_check_xattr(struct fsck *f, uint64_t ino, struct mqfs_inode *d,
 		why = "is outside the data area";
 	else if (fk_used(f, d->xattr_blk))
 		why = "is already in use";
-	else if ((err = fk_read_meta(f, d->xattr_blk, MQFS_T_XATTR, buf)))
+	else if ((err = mqfs_fk_read_meta(f, d->xattr_blk, MQFS_T_XATTR, buf)))
 		why = err == -EUCLEAN ? "is bad" : NULL;
 	else
 		why = mqfs_xattr_why_bad(buf);
 	if (why) {
-		fk_problem(f, FK_UNSAFE, "removed", "inode %llu: xattr block "
-			   "%llu %s", (unsigned long long)ino,
-			   (unsigned long long)d->xattr_blk, why);
+		mqfs_fk_problem(f, FK_UNSAFE, "removed", "inode %llu: xattr "
+				"block %llu %s", (unsigned long long)ino,
+				(unsigned long long)d->xattr_blk, why);
 		d->xattr_blk = 0;
 		*dirty = true;
 		err = 0;
@@ -540,17 +542,18 @@ static int fk_check_inode(struct fsck *f, uint64_t ino, struct mqfs_inode *d,
 	int err;
 
 	if (why) {
-		fk_problem(f, FK_UNSAFE, "cleared", "inode %llu: %s (mode "
-			   "0%o)", (unsigned long long)ino, why, d->mode);
+		mqfs_fk_problem(f, FK_UNSAFE, "cleared", "inode %llu: %s (mode "
+				"0%o)", (unsigned long long)ino, why, d->mode);
 		memset(d, 0, sizeof(*d));
 		*dirty = true;
 		return 0;
 	}
 	if (!mqfs_inode_size_ok(d)) {
 		/* Keep the data: a size at the limit loses nothing. */
-		fk_problem(f, FK_UNSAFE, "set to the limit", "inode %llu: "
-			   "size %llu is past the largest file",
-			   (unsigned long long)ino, (unsigned long long)d->size);
+		mqfs_fk_problem(f, FK_UNSAFE, "set to the limit", "inode %llu: "
+				"size %llu is past the largest file",
+				(unsigned long long)ino,
+				(unsigned long long)d->size);
 		d->size = MQFS_MAX_FILE_BYTES;
 		*dirty = true;
 	}
@@ -566,8 +569,9 @@ static int fk_check_inode(struct fsck *f, uint64_t ino, struct mqfs_inode *d,
 		return err;
 	if (S_ISLNK(d->mode) && !(d->iflags & MQFS_IF_INLINE_DATA) &&
 	    !blocks) {
-		fk_problem(f, FK_UNSAFE, "cleared", "inode %llu: symlink "
-			   "without a target block", (unsigned long long)ino);
+		mqfs_fk_problem(f, FK_UNSAFE, "cleared", "inode %llu: symlink "
+				"without a target block",
+				(unsigned long long)ino);
 		if (xblocks)
 			fk_set_used(f, d->xattr_blk, false);
 		memset(d, 0, sizeof(*d));
@@ -578,11 +582,11 @@ static int fk_check_inode(struct fsck *f, uint64_t ino, struct mqfs_inode *d,
 	if (d->blocks != blocks) {
 		/* After a cut the count follows silently: reported there. */
 		if (!cut)
-			fk_problem(f, FK_SAFE, "fixed", "inode %llu: block "
-				   "count %llu, counted %llu",
-				   (unsigned long long)ino,
-				   (unsigned long long)d->blocks,
-				   (unsigned long long)blocks);
+			mqfs_fk_problem(f, FK_SAFE, "fixed", "inode %llu: "
+					"block count %llu, counted %llu",
+					(unsigned long long)ino,
+					(unsigned long long)d->blocks,
+					(unsigned long long)blocks);
 		d->blocks = blocks;
 		*dirty = true;
 	}
@@ -596,7 +600,7 @@ static int fk_note_live(struct fsck *f, uint64_t ino,
 	struct fk_ino *fi = &f->ino[ino];
 
 	fi->flags = FK_I_LIVE | (S_ISDIR(d->mode) ? FK_I_DIR : 0);
-	fi->dtype = (uint8_t)fk_mode_dtype(d->mode);
+	fi->dtype = (uint8_t)mqfs_fk_mode_dtype(d->mode);
 	fi->nlink = d->nlink;
 	return S_ISDIR(d->mode) ? fk_dir_append(f, ino, d->parent) : 0;
 }
@@ -614,16 +618,16 @@ static int fk_scan_itable(struct fsck *f, uint32_t ag, uint64_t blk,
 	bool dirty = false;
 	int err = 0;
 
-	if (fk_all_zero(data, MQFS_BLOCK_SIZE))
+	if (mqfs_fk_all_zero(data, MQFS_BLOCK_SIZE))
 		return 0;	/* never written: all inodes free */
 	if (mqfs_blk_verify(data, MQFS_T_ITABLE, blk)) {
-		fk_problem(f, FK_UNSAFE, "zeroed; its inodes are lost",
-			   "inode table block %llu (inodes %llu-%llu): bad "
-			   "checksum or header", (unsigned long long)blk,
-			   (unsigned long long)base,
-			   (unsigned long long)(base + MQFS_INODES_PER_BLOCK - 1));
+		mqfs_fk_problem(f, FK_UNSAFE, "zeroed; its inodes are lost",
+			"inode table block %llu (inodes %llu-%llu): bad "
+			"checksum or header", (unsigned long long)blk,
+			(unsigned long long)base,
+			(unsigned long long)(base + MQFS_INODES_PER_BLOCK - 1));
 		memset(data, 0, MQFS_BLOCK_SIZE);
-		return fk_write(f, blk, data, 0);
+		return mqfs_fk_write(f, blk, data, 0);
 	}
 	for (unsigned s = 0; s < MQFS_INODES_PER_BLOCK && !err; s++) {
 		struct mqfs_inode *d = (void *)(data + mqfs_itable_offset(s));
@@ -632,9 +636,10 @@ static int fk_scan_itable(struct fsck *f, uint32_t ag, uint64_t blk,
 
 		if (!live) {
 			if (d->mode)
-				fk_problem(f, FK_NOTE, NULL, "inode %llu: free "
-					   "but has mode 0%o",
-					   (unsigned long long)ino, d->mode);
+				mqfs_fk_problem(f, FK_NOTE, NULL, "inode %llu: "
+						"free but has mode 0%o",
+						(unsigned long long)ino,
+						d->mode);
 			continue;
 		}
 		if (!d->mode)
@@ -644,7 +649,7 @@ static int fk_scan_itable(struct fsck *f, uint32_t ag, uint64_t blk,
 			err = fk_note_live(f, ino, d);
 	}
 	if (!err && dirty)
-		err = fk_write(f, blk, data, MQFS_T_ITABLE);
+		err = mqfs_fk_write(f, blk, data, MQFS_T_ITABLE);
 	return err;
 }
 
@@ -657,14 +662,14 @@ static int fk_scan_ag(struct fsck *f, uint32_t ag, uint8_t *run,
 
 	if (f->ag_bad[ag] & FK_AG_IBITMAP)
 		bits = NULL;	/* unreadable: a nonzero mode means live */
-	else if ((err = fk_read(f, itable - 1, ibm, 1)))
+	else if ((err = mqfs_fk_read(f, itable - 1, ibm, 1)))
 		return err;
 	for (uint32_t b = 0; b < f->l.itable_blocks && !err; ) {
 		uint32_t n = f->l.itable_blocks - b;
 
 		if (n > FK_ITABLE_RUN)
 			n = FK_ITABLE_RUN;
-		err = fk_read(f, itable + b, run, n);
+		err = mqfs_fk_read(f, itable + b, run, n);
 		for (uint32_t i = 0; i < n && !err; i++)
 			err = fk_scan_itable(f, ag, itable + b + i,
 					     run + (size_t)i * MQFS_BLOCK_SIZE,
@@ -672,13 +677,13 @@ static int fk_scan_ag(struct fsck *f, uint32_t ag, uint8_t *run,
 					     bits);
 		b += n;
 		*done += n;
-		fk_progress(f, *done, (uint64_t)f->l.ag_count *
-			    f->l.itable_blocks);
+		mqfs_fk_progress(f, *done, (uint64_t)f->l.ag_count *
+				 f->l.itable_blocks);
 	}
 	return err;
 }
 
-int fk_pass_inodes(struct fsck *f)
+int mqfs_fk_pass_inodes(struct fsck *f)
 {
 	uint8_t *run = mqfs_alloc_blocks_mem(FK_ITABLE_RUN);
 	uint8_t *ibm = mqfs_alloc_blocks_mem(1);
@@ -687,8 +692,8 @@ int fk_pass_inodes(struct fsck *f)
 
 	if (!run || !ibm)
 		err = -ENOMEM;
-	fk_verbose(f, "Pass 4: inodes and extents");
-	fk_progress_pass(f, 5, 70);
+	mqfs_fk_verbose(f, "Pass 4: inodes and extents");
+	mqfs_fk_progress_pass(f, 5, 70);
 	for (uint32_t ag = 0; ag < f->l.ag_count && !err; ag++)
 		err = fk_scan_ag(f, ag, run, ibm, &done);
 	free(run);

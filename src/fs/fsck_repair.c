@@ -6,8 +6,8 @@
  *
  * Allocation uses the computed bitmaps (what the check found in use),
  * never the on-disk ones, which may be the very thing that is wrong.
- * Every allocation and free goes through fk_block_change() /
- * fk_inode_change(), so pass 7 knows which bitmap differences are
+ * Every allocation and free goes through mqfs_fk_block_change() /
+ * mqfs_fk_inode_change(), so pass 7 knows which bitmap differences are
  * fsck's own doing.
  */
 #include <dirent.h>
@@ -23,8 +23,8 @@
 
 /* ---- allocation from the computed maps ------------------------------- */
 
-uint64_t fk_alloc_block(struct fsck *f, uint64_t goal, uint32_t want,
-			uint32_t *got)
+uint64_t mqfs_fk_alloc_block(struct fsck *f, uint64_t goal, uint32_t want,
+			     uint32_t *got)
 {
 	uint64_t first = f->l.journal_start + f->l.journal_blocks;
 	uint64_t end = f->l.block_count - 1, best = 0;
@@ -58,7 +58,7 @@ uint64_t fk_alloc_block(struct fsck *f, uint64_t goal, uint32_t want,
 	return best;
 }
 
-uint64_t fk_alloc_inode(struct fsck *f)
+uint64_t mqfs_fk_alloc_inode(struct fsck *f)
 {
 	for (uint64_t ino = MQFS_ROOT_INO + 1; ino <= f->inode_count; ino++)
 		if (!(f->ino[ino].flags & FK_I_LIVE))
@@ -94,33 +94,33 @@ static int fk_release_extent(void *ctx, const struct mqfs_extent *x,
 	struct fk_release *r = ctx;
 
 	if (!x) {
-		fk_block_change(r->f, tree_blk, false);
+		mqfs_fk_block_change(r->f, tree_blk, false);
 		return 0;
 	}
 	if (fk_is_pending_dup(r->f, r->ino, x))
 		return 0;
 	for (uint32_t i = 0; i < x->len; i++)
-		fk_block_change(r->f, x->pblk + i, false);
+		mqfs_fk_block_change(r->f, x->pblk + i, false);
 	return 0;
 }
 
-int fk_free_inode(struct fsck *f, uint64_t ino)
+int mqfs_fk_free_inode(struct fsck *f, uint64_t ino)
 {
 	struct fk_release r = { f, ino };
 	struct mqfs_inode d;
-	int err = fk_inode_read(f, ino, &d);
+	int err = mqfs_fk_inode_read(f, ino, &d);
 
 	if (err)
 		return err;
-	err = fk_extent_iter(f, &d, fk_release_extent, &r);
+	err = mqfs_fk_extent_iter(f, &d, fk_release_extent, &r);
 	if (err)
 		return err;
 	if (d.xattr_blk)
-		fk_block_change(f, d.xattr_blk, false);
+		mqfs_fk_block_change(f, d.xattr_blk, false);
 	memset(&d, 0, sizeof(d));
-	err = fk_inode_write(f, ino, &d);
+	err = mqfs_fk_inode_write(f, ino, &d);
 	if (!err)
-		fk_inode_change(f, ino, false, false);
+		mqfs_fk_inode_change(f, ino, false, false);
 	return err;
 }
 
@@ -137,13 +137,14 @@ static int fk_copy_blocks(struct fsck *f, uint64_t from, uint64_t to,
 	for (uint32_t i = 0; i < len && !err; ) {
 		uint32_t n = len - i < FK_COPY_RUN ? len - i : FK_COPY_RUN;
 
-		err = fk_read(f, from + i, buf, n);
+		err = mqfs_fk_read(f, from + i, buf, n);
 		for (uint32_t k = 0; k < n && !err; k++) {
 			uint8_t *b = buf + (size_t)k * MQFS_BLOCK_SIZE;
 			bool meta = dir && !mqfs_blk_verify(b, MQFS_T_DIR,
 							     from + i + k);
 
-			err = fk_write(f, to + i + k, b, meta ? MQFS_T_DIR : 0);
+			err = mqfs_fk_write(f, to + i + k, b,
+					    meta ? MQFS_T_DIR : 0);
 		}
 		i += n;
 	}
@@ -186,7 +187,7 @@ static int fk_dup_update_root(struct fsck *f, const struct fk_dup *u,
 	struct mqfs_inode d;
 	struct mqfs_ext_node *n = (void *)d.u.root;
 	unsigned nr = 0;
-	int err = fk_inode_read(f, u->ino, &d);
+	int err = mqfs_fk_inode_read(f, u->ino, &d);
 
 	if (err)
 		return err;
@@ -203,7 +204,7 @@ static int fk_dup_update_root(struct fsck *f, const struct fk_dup *u,
 		return err;
 	if (!pblk)
 		d.blocks -= u->ext.len;
-	return fk_inode_write(f, u->ino, &d);
+	return mqfs_fk_inode_write(f, u->ino, &d);
 }
 
 /*
@@ -224,7 +225,7 @@ static int fk_dup_update(struct fsck *f, const struct fk_dup *u,
 	buf = mqfs_alloc_blocks_mem(1);
 	if (!buf)
 		return -ENOMEM;
-	err = fk_read_meta(f, u->node, MQFS_T_EXTENT, buf);
+	err = mqfs_fk_read_meta(f, u->node, MQFS_T_EXTENT, buf);
 	n = (void *)(buf + MQFS_HDR_SIZE);
 	nr = n->nr;
 	if (!err && !pblk && nr == 1)
@@ -233,11 +234,11 @@ static int fk_dup_update(struct fsck *f, const struct fk_dup *u,
 		err = fk_dup_edit(u, (void *)(n + 1), &nr, pblk);
 	n->nr = (uint16_t)nr;
 	if (!err)
-		err = fk_write(f, u->node, buf, MQFS_T_EXTENT);
+		err = mqfs_fk_write(f, u->node, buf, MQFS_T_EXTENT);
 	free(buf);
-	if (!err && !pblk && !(err = fk_inode_read(f, u->ino, &d))) {
+	if (!err && !pblk && !(err = mqfs_fk_inode_read(f, u->ino, &d))) {
 		d.blocks -= u->ext.len;
-		err = fk_inode_write(f, u->ino, &d);
+		err = mqfs_fk_inode_write(f, u->ino, &d);
 	}
 	return err;
 }
@@ -248,38 +249,39 @@ static int fk_fix_dup(struct fsck *f, const struct fk_dup *u)
 	const struct mqfs_extent *x = &u->ext;
 	bool dir = f->ino[u->ino].flags & FK_I_DIR;
 	uint32_t got;
-	uint64_t to = fk_alloc_block(f, x->pblk, x->len, &got);
+	uint64_t to = mqfs_fk_alloc_block(f, x->pblk, x->len, &got);
 	int err;
 
 	if (to && got == x->len) {
-		fk_problem(f, FK_UNSAFE, "copied", "inode %llu: blocks "
-			   "%llu-%llu (file block %llu) also belong to "
-			   "another file", (unsigned long long)u->ino,
-			   (unsigned long long)x->pblk,
-			   (unsigned long long)(x->pblk + x->len - 1),
-			   (unsigned long long)x->lblk);
+		mqfs_fk_problem(f, FK_UNSAFE, "copied", "inode %llu: blocks "
+				"%llu-%llu (file block %llu) also belong to "
+				"another file", (unsigned long long)u->ino,
+				(unsigned long long)x->pblk,
+				(unsigned long long)(x->pblk + x->len - 1),
+				(unsigned long long)x->lblk);
 		for (uint32_t i = 0; i < x->len; i++)
-			fk_block_change(f, to + i, true);
+			mqfs_fk_block_change(f, to + i, true);
 		err = fk_copy_blocks(f, x->pblk, to, x->len, dir);
 		return err ? err : fk_dup_update(f, u, to);
 	}
-	fk_problem(f, FK_UNSAFE, "removed from the file (no space for a "
-		   "copy)", "inode %llu: blocks %llu-%llu (file block %llu) "
-		   "also belong to another file", (unsigned long long)u->ino,
-		   (unsigned long long)x->pblk,
-		   (unsigned long long)(x->pblk + x->len - 1),
-		   (unsigned long long)x->lblk);
+	mqfs_fk_problem(f, FK_UNSAFE, "removed from the file (no space for a "
+			"copy)", "inode %llu: blocks %llu-%llu (file block "
+			"%llu) also belong to another file",
+			(unsigned long long)u->ino, (unsigned long long)x->pblk,
+			(unsigned long long)(x->pblk + x->len - 1),
+			(unsigned long long)x->lblk);
 	/* A directory may not have holes: it goes as a whole. */
 	err = dir ? -ENOSPC : fk_dup_update(f, u, 0);
 	if (err == -ENOSPC) {
-		fk_problem(f, FK_UNSAFE, "freed", "inode %llu: cannot drop "
-			   "its shared extent", (unsigned long long)u->ino);
-		err = fk_free_inode(f, u->ino);
+		mqfs_fk_problem(f, FK_UNSAFE, "freed", "inode %llu: cannot "
+				"drop its shared extent",
+				(unsigned long long)u->ino);
+		err = mqfs_fk_free_inode(f, u->ino);
 	}
 	return err;
 }
 
-int fk_fix_dups(struct fsck *f)
+int mqfs_fk_fix_dups(struct fsck *f)
 {
 	int err = 0;
 
@@ -366,11 +368,11 @@ static int fk_collect(void *ctx, const struct mqfs_extent *x, uint64_t blk)
 	return 0;
 }
 
-int fk_dir_extents(struct fsck *f, const struct mqfs_inode *d,
-		   struct mqfs_extent **v, size_t *n)
+int mqfs_fk_dir_extents(struct fsck *f, const struct mqfs_inode *d,
+			struct mqfs_extent **v, size_t *n)
 {
 	struct fk_dirmap m = { 0 };
-	int err = fk_extent_iter(f, d, fk_collect, &m);
+	int err = mqfs_fk_extent_iter(f, d, fk_collect, &m);
 
 	if (err) {
 		free(m.v);
@@ -417,7 +419,7 @@ static int fk_map_append_tree(struct fsck *f, struct mqfs_inode *d,
 	int err = buf ? 0 : -ENOMEM;
 
 	for (unsigned depth = n->depth; !err && depth > 1; depth--) {
-		err = fk_read_meta(f, leaf, MQFS_T_EXTENT, buf);
+		err = mqfs_fk_read_meta(f, leaf, MQFS_T_EXTENT, buf);
 		if (!err) {
 			struct mqfs_ext_node *c = (void *)(buf + MQFS_HDR_SIZE);
 
@@ -425,7 +427,7 @@ static int fk_map_append_tree(struct fsck *f, struct mqfs_inode *d,
 		}
 	}
 	if (!err)
-		err = fk_read_meta(f, leaf, MQFS_T_EXTENT, buf);
+		err = mqfs_fk_read_meta(f, leaf, MQFS_T_EXTENT, buf);
 	if (!err) {
 		n = (void *)(buf + MQFS_HDR_SIZE);
 		e = (void *)(n + 1);
@@ -439,7 +441,7 @@ static int fk_map_append_tree(struct fsck *f, struct mqfs_inode *d,
 			err = -EFBIG;
 	}
 	if (!err)
-		err = fk_write(f, leaf, buf, MQFS_T_EXTENT);
+		err = mqfs_fk_write(f, leaf, buf, MQFS_T_EXTENT);
 	free(buf);
 	return err;
 }
@@ -455,7 +457,7 @@ static int fk_dir_grow(struct fsck *f, uint64_t dir, struct mqfs_inode *d,
 	uint32_t got;
 	int err;
 
-	pblk = fk_alloc_block(f, goal, 1, &got);
+	pblk = mqfs_fk_alloc_block(f, goal, 1, &got);
 	if (!pblk || !got)
 		return -ENOSPC;
 	if (!(d->iflags & MQFS_IF_EXTENT_TREE))
@@ -471,35 +473,35 @@ static int fk_dir_grow(struct fsck *f, uint64_t dir, struct mqfs_inode *d,
 		return -ENOMEM;
 	fk_rec_fill(blk, MQFS_HDR_SIZE, MQFS_BLOCK_SIZE - MQFS_HDR_SIZE, name,
 		    len, ino, dtype);
-	err = fk_write(f, pblk, blk, MQFS_T_DIR);
+	err = mqfs_fk_write(f, pblk, blk, MQFS_T_DIR);
 	free(blk);
 	if (err)
 		return err;
-	fk_block_change(f, pblk, true);
+	mqfs_fk_block_change(f, pblk, true);
 	d->size += MQFS_BLOCK_SIZE;
 	d->blocks++;
-	return fk_inode_write(f, dir, d);
+	return mqfs_fk_inode_write(f, dir, d);
 }
 
-int fk_dir_add(struct fsck *f, uint64_t dir, const char *name,
-	       uint64_t ino, unsigned dtype)
+int mqfs_fk_dir_add(struct fsck *f, uint64_t dir, const char *name,
+		    uint64_t ino, unsigned dtype)
 {
 	size_t len = strlen(name), n = 0;
 	struct mqfs_extent *v = NULL;
 	uint64_t goal = 0;
 	struct mqfs_inode d;
 	uint8_t *blk = mqfs_alloc_blocks_mem(1);
-	int err = blk ? fk_inode_read(f, dir, &d) : -ENOMEM;
+	int err = blk ? mqfs_fk_inode_read(f, dir, &d) : -ENOMEM;
 
 	if (!err)
-		err = fk_dir_extents(f, &d, &v, &n);
+		err = mqfs_fk_dir_extents(f, &d, &v, &n);
 	for (size_t i = 0; !err && i < n; i++) {
 		for (uint32_t k = 0; !err && k < v[i].len; k++) {
 			uint64_t pblk = v[i].pblk + k;
 
-			err = fk_read_meta(f, pblk, MQFS_T_DIR, blk);
+			err = mqfs_fk_read_meta(f, pblk, MQFS_T_DIR, blk);
 			if (!err && fk_place(blk, name, len, ino, dtype)) {
-				err = fk_write(f, pblk, blk, MQFS_T_DIR);
+				err = mqfs_fk_write(f, pblk, blk, MQFS_T_DIR);
 				goto out;
 			}
 			goal = pblk + 1;
@@ -528,13 +530,14 @@ static int fk_root_lookup(struct fsck *f, struct fk_find *q)
 	struct mqfs_inode d;
 	uint8_t *blk = mqfs_alloc_blocks_mem(1);
 	size_t n = 0;
-	int err = blk ? fk_inode_read(f, MQFS_ROOT_INO, &d) : -ENOMEM;
+	int err = blk ? mqfs_fk_inode_read(f, MQFS_ROOT_INO, &d) : -ENOMEM;
 
 	if (!err)
-		err = fk_dir_extents(f, &d, &v, &n);
+		err = mqfs_fk_dir_extents(f, &d, &v, &n);
 	for (size_t i = 0; !err && i < n && !q->ino; i++) {
 		for (uint32_t k = 0; !err && k < v[i].len && !q->ino; k++) {
-			err = fk_read_meta(f, v[i].pblk + k, MQFS_T_DIR, blk);
+			err = mqfs_fk_read_meta(f, v[i].pblk + k, MQFS_T_DIR,
+						blk);
 			for (unsigned off = MQFS_HDR_SIZE; !err &&
 			     off < MQFS_BLOCK_SIZE; ) {
 				const struct mqfs_dirent *de = (void *)(blk + off);
@@ -569,7 +572,8 @@ static int fk_dir_insert(struct fsck *f, uint64_t ino, uint64_t parent)
 	}
 	while (i && f->dirs[i - 1].ino > ino)
 		i--;
-	memmove(&f->dirs[i + 1], &f->dirs[i], (f->ndirs - i) * sizeof(*f->dirs));
+	memmove(&f->dirs[i + 1], &f->dirs[i],
+		(f->ndirs - i) * sizeof(*f->dirs));
 	f->dirs[i] = (struct fk_dir){ .ino = ino, .parent = parent,
 				      .found = parent };
 	f->ndirs++;
@@ -577,10 +581,11 @@ static int fk_dir_insert(struct fsck *f, uint64_t ino, uint64_t parent)
 }
 
 /* Make an empty directory @ino (mode @mode) inside @parent's record. */
-int fk_make_dir(struct fsck *f, uint64_t ino, uint64_t parent, uint16_t mode)
+int mqfs_fk_make_dir(struct fsck *f, uint64_t ino, uint64_t parent,
+		     uint16_t mode)
 {
 	struct mqfs_inode d = { 0 };
-	struct fk_dir *fd = fk_dir_find(f, ino);
+	struct fk_dir *fd = mqfs_fk_dir_find(f, ino);
 	uint64_t now = (uint64_t)time(NULL);
 	int err;
 
@@ -590,10 +595,10 @@ int fk_make_dir(struct fsck *f, uint64_t ino, uint64_t parent, uint16_t mode)
 	d.atime_sec = d.mtime_sec = d.ctime_sec = d.crtime_sec = now;
 	d.generation = f->sb->inode_gen++;
 	f->sb_changed = true;
-	err = fk_inode_write(f, ino, &d);
+	err = mqfs_fk_inode_write(f, ino, &d);
 	if (err)
 		return err;
-	fk_inode_change(f, ino, true, true);
+	mqfs_fk_inode_change(f, ino, true, true);
 	f->ino[ino].flags |= FK_I_REACHED;
 	f->ino[ino].dtype = DT_DIR;
 	f->ino[ino].nlink = 2;
@@ -605,7 +610,7 @@ int fk_make_dir(struct fsck *f, uint64_t ino, uint64_t parent, uint16_t mode)
 	return fk_dir_insert(f, ino, parent);
 }
 
-int fk_lost_found(struct fsck *f)
+int mqfs_fk_lost_found(struct fsck *f)
 {
 	struct fk_find q = { "lost+found", 10, 0 };
 	struct mqfs_inode root;
@@ -625,28 +630,29 @@ int fk_lost_found(struct fsck *f)
 		f->lost_found = q.ino;
 		return 0;
 	}
-	ino = fk_alloc_inode(f);
+	ino = mqfs_fk_alloc_inode(f);
 	if (!ino)
 		return -ENOSPC;
-	err = fk_make_dir(f, ino, MQFS_ROOT_INO, 0700);
+	err = mqfs_fk_make_dir(f, ino, MQFS_ROOT_INO, 0700);
 	if (!err)
-		err = fk_dir_add(f, MQFS_ROOT_INO, "lost+found", ino, DT_DIR);
+		err = mqfs_fk_dir_add(f, MQFS_ROOT_INO, "lost+found", ino,
+				      DT_DIR);
 	if (err) {
-		fk_free_inode(f, ino);
+		mqfs_fk_free_inode(f, ino);
 		return err;
 	}
 	/* The root gains a subdirectory: its nlink follows at once. */
-	err = fk_inode_read(f, MQFS_ROOT_INO, &root);
+	err = mqfs_fk_inode_read(f, MQFS_ROOT_INO, &root);
 	if (!err) {
 		root.nlink++;
-		err = fk_inode_write(f, MQFS_ROOT_INO, &root);
+		err = mqfs_fk_inode_write(f, MQFS_ROOT_INO, &root);
 	}
 	if (err)
 		return err;
 	f->ino[MQFS_ROOT_INO].nlink++;
 	f->ino[MQFS_ROOT_INO].links++;
 	f->lost_found = ino;
-	fk_verbose(f, "created /lost+found (inode %llu)",
-		   (unsigned long long)ino);
+	mqfs_fk_verbose(f, "created /lost+found (inode %llu)",
+			(unsigned long long)ino);
 	return 0;
 }

@@ -101,9 +101,9 @@ static void fk_sb_use(struct fsck *f, const void *buf, uint64_t blk,
 	f->sb->state &= ~MQFS_STATE_CLEAN;
 	f->sb_changed = true;
 	f->sb_restored = true;
-	fk_problem(f, FK_UNSAFE, "restored", "superblock (block 0): %s; "
-		   "using the copy in block %llu", why,
-		   (unsigned long long)blk);
+	mqfs_fk_problem(f, FK_UNSAFE, "restored", "superblock (block 0): %s; "
+			"using the copy in block %llu", why,
+			(unsigned long long)blk);
 }
 
 /* The primary is bad (@why), or -b names a copy: find one to work from. */
@@ -160,10 +160,10 @@ static int fk_sb_check_backup(struct fsck *f)
 			continue;
 		f->backup_bad = true;
 		f->sb_changed = true;
-		fk_problem(f, FK_SAFE, "rewritten", "superblock copy (block "
-			   "%llu): %s", (unsigned long long)at[i],
-			   err ? "bad checksum or header"
-			       : "describes another filesystem");
+		mqfs_fk_problem(f, FK_SAFE, "rewritten", "superblock copy "
+				"(block %llu): %s", (unsigned long long)at[i],
+				err ? "bad checksum or header" : "describes "
+				"another filesystem");
 		err = 0;
 	}
 	free(buf);
@@ -252,12 +252,12 @@ static void fk_sb_hint_copy(struct fsck *f)
 	free(buf);
 }
 
-int fk_pass_super(struct fsck *f)
+int mqfs_fk_pass_super(struct fsck *f)
 {
 	const char *why;
 	int err;
 
-	fk_verbose(f, "Pass 1: superblock");
+	mqfs_fk_verbose(f, "Pass 1: superblock");
 	err = mqfs_bio_sync(f->q, MQ_OP_READ, 0, f->sb, 1, MQ_REQ_META);
 	if (err) {
 		fprintf(stderr, "fsck.mqfs: cannot read the superblock: %s\n",

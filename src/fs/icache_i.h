@@ -48,28 +48,28 @@ static inline struct ic_ent *ic_ent(struct mqfs_ino *ip)
 
 /* ---- inode.c ------------------------------------------------------------- */
 
-void ic_free(struct mqfs_icache *c, struct ic_ent *e);
+void mqfs_ic_free(struct mqfs_icache *c, struct ic_ent *e);
 /* @ip is being deleted or freed (nothing uses it): off the lazy list. */
-void ic_lazy_drop(struct mqfs_icache *c, struct mqfs_ino *ip);
+void mqfs_ic_lazy_drop(struct mqfs_icache *c, struct mqfs_ino *ip);
 /* Icache lock held: @ip is no longer findable by number. */
-void ic_unhash_locked(struct mqfs_icache *c, struct mqfs_ino *ip);
+void mqfs_ic_unhash_locked(struct mqfs_icache *c, struct mqfs_ino *ip);
 /* Icache lock held: take a reference; an unused inode leaves the LRU. */
-void ic_hold_locked(struct mqfs_icache *c, struct mqfs_ino *ip);
+void mqfs_ic_hold_locked(struct mqfs_icache *c, struct mqfs_ino *ip);
 /* Drop a reference; with @may_delete false (the orphan walk) no deletion. */
-void ic_put(struct mqfs_fs *fs, struct mqfs_ino *ip, bool may_delete);
+void mqfs_ic_put(struct mqfs_fs *fs, struct mqfs_ino *ip, bool may_delete);
 /* Take @e out of the cache and drop the caller's reference. */
-void ic_unhash_put(struct mqfs_fs *fs, struct ic_ent *e);
+void mqfs_ic_unhash_put(struct mqfs_fs *fs, struct ic_ent *e);
 
 /* ---- itable.c ------------------------------------------------------------ */
 
 /* Read @ino's record: -ENOENT when free, -EUCLEAN when impossible. */
-int ic_read_record(struct mqfs_fs *fs, uint64_t ino, struct mqfs_inode *d);
+int mqfs_ic_read_record(struct mqfs_fs *fs, uint64_t ino, struct mqfs_inode *d);
 
 /* ---- orphan.c ------------------------------------------------------------ */
 
 /* Delete @e, marked dying; the caller's reference is consumed. */
-int ic_delete(struct mqfs_fs *fs, struct ic_ent *e);
+int mqfs_ic_delete(struct mqfs_fs *fs, struct ic_ent *e);
 /* Unmount: delete the unlinked inodes the front end still refers to. */
-void ic_delete_unlinked(struct mqfs_fs *fs);
+void mqfs_ic_delete_unlinked(struct mqfs_fs *fs);
 
 #endif /* MQFS_ICACHE_I_H */

@@ -77,7 +77,7 @@ static struct ic_ent *ic_alloc(struct mqfs_icache *c, uint64_t ino)
 	return e;
 }
 
-void ic_free(struct mqfs_icache *c, struct ic_ent *e)
+void mqfs_ic_free(struct mqfs_icache *c, struct ic_ent *e)
 {
 	if (e->ip.dir_index)
 		c->ops->free_dir_index(&e->ip);
@@ -93,14 +93,14 @@ static void ic_free_list(struct mqfs_icache *c, struct mq_list_head *list)
 
 	mq_list_for_each_entry_safe(e, list, lru) {
 		mq_list_del_init(&e->lru);
-		ic_free(c, e);
+		mqfs_ic_free(c, e);
 	}
 }
 
 /* ---- times kept in memory ------------------------------------------------- */
 
 /* @ip is being deleted or freed (nothing uses it): off the list. */
-void ic_lazy_drop(struct mqfs_icache *c, struct mqfs_ino *ip)
+void mqfs_ic_lazy_drop(struct mqfs_icache *c, struct mqfs_ino *ip)
 {
 	if (atomic_load(&ip->lazy) == IC_LAZY_CLEAN)
 		return;		/* nobody uses it: nobody queues it meanwhile */
@@ -169,7 +169,8 @@ static void ic_lazy_requeue(struct mqfs_icache *c, struct mqfs_ino **v,
 static int ic_lazy_batch(struct mqfs_fs *fs, struct mqfs_icache *c, bool wait)
 {
 	/* A batch is small against the journal (tests make tiny ones). */
-	unsigned max = MQ_MAX(1u, MQ_MIN(IC_LAZY_BATCH, fs->journal_blocks / 8));
+	unsigned max = MQ_MAX(1u,
+			      MQ_MIN(IC_LAZY_BATCH, fs->journal_blocks / 8));
 	struct mqfs_ino *v[IC_LAZY_BATCH];
 	struct mqfs_handle h;
 	unsigned n, i;
@@ -262,7 +263,7 @@ static void ic_insert_locked(struct mqfs_icache *c, struct mqfs_ino *ip)
 	c->nr_cached++;
 }
 
-void ic_unhash_locked(struct mqfs_icache *c, struct mqfs_ino *ip)
+void mqfs_ic_unhash_locked(struct mqfs_icache *c, struct mqfs_ino *ip)
 {
 	struct mqfs_ino **pp = &c->hash[ic_bucket(c->nbuckets, ip->ino)];
 
@@ -277,7 +278,7 @@ void ic_unhash_locked(struct mqfs_icache *c, struct mqfs_ino *ip)
 }
 
 /* Take a reference; an unused inode leaves the LRU list. */
-void ic_hold_locked(struct mqfs_icache *c, struct mqfs_ino *ip)
+void mqfs_ic_hold_locked(struct mqfs_icache *c, struct mqfs_ino *ip)
 {
 	struct ic_ent *e = ic_ent(ip);
 
@@ -323,7 +324,7 @@ static void ic_park_locked(struct mqfs_icache *c, struct mqfs_ino *ip,
 			continue;
 		}
 		c->nr_unused--;
-		ic_unhash_locked(c, &old->ip);
+		mqfs_ic_unhash_locked(c, &old->ip);
 		mq_list_add_tail(&old->lru, victims);
 	}
 }
@@ -381,7 +382,7 @@ void mqfs_icache_destroy(struct mqfs_fs *fs)
 	/* The commit thread stops calling in before the cache goes. */
 	mqfs_journal_set_pre_commit(fs, NULL);
 	if (!mqfs_fs_writable(fs))
-		ic_delete_unlinked(fs);
+		mqfs_ic_delete_unlinked(fs);
 	for (size_t i = 0; i < c->nbuckets; i++) {
 		while (c->hash[i]) {
 			struct mqfs_ino *ip = c->hash[i];
@@ -389,7 +390,7 @@ void mqfs_icache_destroy(struct mqfs_fs *fs)
 			if (ip->refcount || ip->open_count)
 				held++;
 			c->hash[i] = ip->hash_next;
-			ic_free(c, ic_ent(ip));
+			mqfs_ic_free(c, ic_ent(ip));
 		}
 	}
 	if (held)
@@ -415,7 +416,7 @@ static int ic_hold_loaded_locked(struct mqfs_icache *c, struct mqfs_ino *ip)
 {
 	struct ic_ent *e = ic_ent(ip);
 
-	ic_hold_locked(c, ip);
+	mqfs_ic_hold_locked(c, ip);
 	while (e->loading)
 		pthread_cond_wait(&c->loaded, &c->lock);
 	return e->load_err;
@@ -430,7 +431,7 @@ static int ic_load(struct mqfs_fs *fs, struct ic_ent *e)
 {
 	struct mqfs_icache *c = fs->icache;
 	struct mqfs_ino *ip = &e->ip;
-	int err = ic_read_record(fs, ip->ino, &ip->d);
+	int err = mqfs_ic_read_record(fs, ip->ino, &ip->d);
 
 	if (!err && ip->d.orphan_next)
 		e->orphan = IC_ORPH_ON;
@@ -438,7 +439,7 @@ static int ic_load(struct mqfs_fs *fs, struct ic_ent *e)
 	e->loading = false;
 	e->load_err = err;
 	if (err) {
-		ic_unhash_locked(c, ip);
+		mqfs_ic_unhash_locked(c, ip);
 		int lerr = ip->nlookup ?
 			   mqfs_lookups_add(&c->held, ip->ino, ip->nlookup) : 0;
 
@@ -477,7 +478,7 @@ int mqfs_iget(struct mqfs_fs *fs, uint64_t ino, struct mqfs_ino **out)
 		err = ic_hold_loaded_locked(c, ip);
 		pthread_mutex_unlock(&c->lock);
 		if (e)
-			ic_free(c, e);
+			mqfs_ic_free(c, e);
 	} else {
 		ip = &e->ip;
 		ip->refcount = 1;
@@ -488,7 +489,8 @@ int mqfs_iget(struct mqfs_fs *fs, uint64_t ino, struct mqfs_ino **out)
 		err = ic_load(fs, e);
 	}
 	if (err) {
-		ic_put(fs, ip, false);		/* unhashed: freed at the last */
+		/* Unhashed: freed at the last put. */
+		mqfs_ic_put(fs, ip, false);
 		return err;
 	}
 	*out = ip;
@@ -500,7 +502,7 @@ int mqfs_iget(struct mqfs_fs *fs, uint64_t ino, struct mqfs_ino **out)
  * runs inside a handle with sb_lock held: an orphan it touched is left
  * cached (and on the orphan list) instead of being deleted there.
  */
-void ic_put(struct mqfs_fs *fs, struct mqfs_ino *ip, bool may_delete)
+void mqfs_ic_put(struct mqfs_fs *fs, struct mqfs_ino *ip, bool may_delete)
 {
 	struct mq_list_head victims = MQ_LIST_HEAD_INIT(victims);
 	struct mqfs_icache *c = fs->icache;
@@ -520,8 +522,8 @@ void ic_put(struct mqfs_fs *fs, struct mqfs_ino *ip, bool may_delete)
 		 * orphan walk's reference may outlive the deleter's).
 		 */
 		pthread_mutex_unlock(&c->lock);
-		ic_lazy_drop(c, ip);
-		ic_free(c, e);
+		mqfs_ic_lazy_drop(c, ip);
+		mqfs_ic_free(c, e);
 		return;
 	}
 	if (e->dying) {
@@ -532,7 +534,7 @@ void ic_put(struct mqfs_fs *fs, struct mqfs_ino *ip, bool may_delete)
 		e->dying = true;
 		ip->refcount = 1;	/* the deleter's */
 		pthread_mutex_unlock(&c->lock);
-		ic_delete(fs, e);
+		mqfs_ic_delete(fs, e);
 		return;
 	}
 	ic_park_locked(c, ip, &victims);
@@ -542,23 +544,23 @@ void ic_put(struct mqfs_fs *fs, struct mqfs_ino *ip, bool may_delete)
 
 void mqfs_iput(struct mqfs_fs *fs, struct mqfs_ino *ip)
 {
-	ic_put(fs, ip, true);
+	mqfs_ic_put(fs, ip, true);
 }
 
 /* Take @ip out of the cache and drop the caller's reference. */
-void ic_unhash_put(struct mqfs_fs *fs, struct ic_ent *e)
+void mqfs_ic_unhash_put(struct mqfs_fs *fs, struct ic_ent *e)
 {
 	struct mqfs_icache *c = fs->icache;
 	bool last;
 
 	pthread_mutex_lock(&c->lock);
-	ic_unhash_locked(c, &e->ip);
+	mqfs_ic_unhash_locked(c, &e->ip);
 	MQ_ASSERT(e->ip.refcount > 0);
 	last = --e->ip.refcount == 0;
 	pthread_mutex_unlock(&c->lock);
-	ic_lazy_drop(c, &e->ip);
+	mqfs_ic_lazy_drop(c, &e->ip);
 	if (last)
-		ic_free(c, e);
+		mqfs_ic_free(c, e);
 }
 
 void mqfs_ino_lookup_inc(struct mqfs_fs *fs, struct mqfs_ino *ip)
@@ -615,7 +617,7 @@ void mqfs_forget(struct mqfs_fs *fs, uint64_t ino, uint64_t nlookup)
 		nlookup = ip->nlookup;
 	}
 	ip->nlookup -= nlookup;
-	ic_hold_locked(c, ip);
+	mqfs_ic_hold_locked(c, ip);
 	pthread_mutex_unlock(&c->lock);
 	mqfs_iput(fs, ip);
 }
@@ -648,7 +650,7 @@ static bool ic_find_new_slot_locked(struct mqfs_fs *fs, uint64_t ino)
 	while ((ip = ic_find_locked(c, ino)) && ic_ent(ip)->loading) {
 		(void)ic_hold_loaded_locked(c, ip);
 		pthread_mutex_unlock(&c->lock);
-		ic_put(fs, ip, false);
+		mqfs_ic_put(fs, ip, false);
 		pthread_mutex_lock(&c->lock);
 	}
 	return ip != NULL;
@@ -688,14 +690,14 @@ int mqfs_inew(struct mqfs_handle *h, uint64_t ino, mode_t mode, uid_t uid,
 		ic_insert_locked(c, &e->ip);
 	pthread_mutex_unlock(&c->lock);
 	if (dup) {
-		ic_free(c, e);
+		mqfs_ic_free(c, e);
 		mqfs_fs_error(fs, 0, "inode %" PRIu64 " allocated while in "
 			      "use", ino);
 		return -EUCLEAN;
 	}
 	err = mqfs_inode_dirty(h, &e->ip);
 	if (err) {
-		ic_unhash_put(fs, e);
+		mqfs_ic_unhash_put(fs, e);
 		return err;
 	}
 	*out = &e->ip;
@@ -783,7 +785,7 @@ void mqfs_igrab(struct mqfs_fs *fs, struct mqfs_ino *ip)
 
 	pthread_mutex_lock(&c->lock);
 	MQ_ASSERT(ip->refcount > 0 || ip->open_count > 0 || ip->nlookup > 0);
-	ic_hold_locked(c, ip);
+	mqfs_ic_hold_locked(c, ip);
 	pthread_mutex_unlock(&c->lock);
 }
 

@@ -53,7 +53,7 @@ bool mqfs_inode_size_ok(const struct mqfs_inode *d)
  * Read inode @ino's record: -ENOENT when it is free, -EUCLEAN (logged,
  * the filesystem flagged) when it is live but impossible.
  */
-int ic_read_record(struct mqfs_fs *fs, uint64_t ino,
+int mqfs_ic_read_record(struct mqfs_fs *fs, uint64_t ino,
 			  struct mqfs_inode *d)
 {
 	const char *why;

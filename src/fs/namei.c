@@ -44,7 +44,7 @@ static void nm_entry(struct mqfs_fs *fs, struct mqfs_ino *ip,
 
 /* ---- sets of inodes locked in number order ------------------------------ */
 
-void nm_set_add(struct nm_set *s, struct mqfs_ino *ip)
+void mqfs_nm_set_add(struct nm_set *s, struct mqfs_ino *ip)
 {
 	unsigned i;
 
@@ -59,7 +59,7 @@ void nm_set_add(struct nm_set *s, struct mqfs_ino *ip)
 	s->ip[i] = ip;
 }
 
-void nm_set_lock(struct nm_set *s)
+void mqfs_nm_set_lock(struct nm_set *s)
 {
 	unsigned i;
 
@@ -67,7 +67,7 @@ void nm_set_lock(struct nm_set *s)
 		pthread_rwlock_wrlock(&s->ip[i]->lock);
 }
 
-void nm_set_unlock(struct nm_set *s)
+void mqfs_nm_set_unlock(struct nm_set *s)
 {
 	unsigned i;
 
@@ -76,7 +76,7 @@ void nm_set_unlock(struct nm_set *s)
 }
 
 /* Write every inode of the set; the first error. */
-int nm_set_dirty(struct mqfs_handle *h, struct nm_set *s)
+int mqfs_nm_set_dirty(struct mqfs_handle *h, struct nm_set *s)
 {
 	unsigned i;
 	int err = 0, e;
@@ -112,7 +112,7 @@ static int nm_iget_entry(struct mqfs_fs *fs, struct mqfs_ino *dp,
  * Look @name up in @dp (shared lock) and take a reference on its inode;
  * *out is NULL when there is no such entry and @may_miss.
  */
-int nm_resolve(struct mqfs_fs *fs, struct mqfs_ino *dp,
+int mqfs_nm_resolve(struct mqfs_fs *fs, struct mqfs_ino *dp,
 		      const char *name, size_t len, bool may_miss,
 		      struct mqfs_ino **out)
 {
@@ -136,7 +136,7 @@ int nm_resolve(struct mqfs_fs *fs, struct mqfs_ino *dp,
 }
 
 /* With @dp locked: does @name still name @ip (NULL: nothing)? */
-int nm_still(struct mqfs_fs *fs, struct mqfs_ino *dp,
+int mqfs_nm_still(struct mqfs_fs *fs, struct mqfs_ino *dp,
 		    const char *name, size_t len, struct mqfs_ino *ip)
 {
 	uint64_t ino;
@@ -408,7 +408,8 @@ static int nm_link_locked(struct mqfs_fs *fs, struct mqfs_ino *ip,
 		return -EMLINK;
 	err = nm_may_add(fs, dp, name, len, false);
 	if (!err)
-		err = mqfs_trans_start(fs, nm_credits(fs, true, NM_LINK_CREDITS),
+		err = mqfs_trans_start(fs,
+				       nm_credits(fs, true, NM_LINK_CREDITS),
 				       &h);
 	if (err)
 		return err;
@@ -418,9 +419,9 @@ static int nm_link_locked(struct mqfs_fs *fs, struct mqfs_ino *ip,
 	nm_nlink_add(ip, 1);
 	mqfs_touch(ip, false, false, true);
 	mqfs_touch(dp, false, true, true);
-	nm_set_add(&s, ip);
-	nm_set_add(&s, dp);
-	return mqfs_trans_finish(&h, nm_set_dirty(&h, &s));
+	mqfs_nm_set_add(&s, ip);
+	mqfs_nm_set_add(&s, dp);
+	return mqfs_trans_finish(&h, mqfs_nm_set_dirty(&h, &s));
 }
 
 static int nm_link_once(struct mqfs_fs *fs, uint64_t ino, uint64_t newparent,
@@ -473,7 +474,7 @@ int mqfs_link(struct mqfs_fs *fs, uint64_t ino, uint64_t newparent,
  * open files), and mqfs_iput() frees it when the last user leaves, or
  * mount does after a crash.
  */
-int nm_drop_link(struct mqfs_handle *h, struct mqfs_ino *ip)
+int mqfs_nm_drop_link(struct mqfs_handle *h, struct mqfs_ino *ip)
 {
 	if (nm_is_dir(ip) || ip->d.nlink <= 1)
 		nm_nlink_set(ip, 0);
@@ -489,18 +490,18 @@ static int nm_lock_child(struct mqfs_fs *fs, struct mqfs_ino *dp,
 			 struct mqfs_ino **out)
 {
 	for (;;) {
-		int err = nm_resolve(fs, dp, name, len, false, out);
+		int err = mqfs_nm_resolve(fs, dp, name, len, false, out);
 
 		if (err)
 			return err;
 		s->n = 0;
-		nm_set_add(s, dp);
-		nm_set_add(s, *out);
-		nm_set_lock(s);
-		err = nm_still(fs, dp, name, len, *out);
+		mqfs_nm_set_add(s, dp);
+		mqfs_nm_set_add(s, *out);
+		mqfs_nm_set_lock(s);
+		err = mqfs_nm_still(fs, dp, name, len, *out);
 		if (!err)
 			return 0;
-		nm_set_unlock(s);
+		mqfs_nm_set_unlock(s);
 		mqfs_iput(fs, *out);
 		if (err < 0)
 			return err;
@@ -533,8 +534,8 @@ static int nm_remove_locked(struct mqfs_fs *fs, struct mqfs_ino *dp,
 	if (rmdir)
 		nm_nlink_add(dp, -1);
 	mqfs_touch(dp, false, true, true);
-	err = nm_drop_link(&h, ip);
-	err2 = nm_set_dirty(&h, s);
+	err = mqfs_nm_drop_link(&h, ip);
+	err2 = mqfs_nm_set_dirty(&h, s);
 	return mqfs_trans_finish(&h, err ? err : err2);
 }
 
@@ -559,7 +560,7 @@ static int nm_remove(struct mqfs_fs *fs, uint64_t parent, const char *name,
 	err = nm_lock_child(fs, dp, name, len, &s, &ip);
 	if (!err) {
 		err = nm_remove_locked(fs, dp, name, len, ip, &s, rmdir);
-		nm_set_unlock(&s);
+		mqfs_nm_set_unlock(&s);
 		mqfs_iput(fs, ip);
 	}
 	mqfs_iput(fs, dp);

@@ -109,19 +109,19 @@ struct nm_set {
 };
 
 /* Add @ip (NULL: nothing) to @s, kept in inode number order. */
-void nm_set_add(struct nm_set *s, struct mqfs_ino *ip);
-void nm_set_lock(struct nm_set *s);
-void nm_set_unlock(struct nm_set *s);
+void mqfs_nm_set_add(struct nm_set *s, struct mqfs_ino *ip);
+void mqfs_nm_set_lock(struct nm_set *s);
+void mqfs_nm_set_unlock(struct nm_set *s);
 /* mqfs_inode_dirty() on each inode of @s; the first error. */
-int nm_set_dirty(struct mqfs_handle *h, struct nm_set *s);
+int mqfs_nm_set_dirty(struct mqfs_handle *h, struct nm_set *s);
 /* @name's inode in @dp, referenced (NULL: none, and @may_miss). */
-int nm_resolve(struct mqfs_fs *fs, struct mqfs_ino *dp, const char *name,
-	       size_t len, bool may_miss, struct mqfs_ino **out);
+int mqfs_nm_resolve(struct mqfs_fs *fs, struct mqfs_ino *dp, const char *name,
+		    size_t len, bool may_miss, struct mqfs_ino **out);
 /* With @dp locked: does @name still name @ip (NULL: nothing)?  0 yes,
  * 1 no (start over), or -errno. */
-int nm_still(struct mqfs_fs *fs, struct mqfs_ino *dp, const char *name,
-	     size_t len, struct mqfs_ino *ip);
+int mqfs_nm_still(struct mqfs_fs *fs, struct mqfs_ino *dp, const char *name,
+		  size_t len, struct mqfs_ino *ip);
 /* One link of @ip is gone; without links it goes on the orphan list. */
-int nm_drop_link(struct mqfs_handle *h, struct mqfs_ino *ip);
+int mqfs_nm_drop_link(struct mqfs_handle *h, struct mqfs_ino *ip);
 
 #endif /* MQFS_NAMEI_I_H */

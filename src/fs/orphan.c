@@ -71,7 +71,7 @@ static int ic_delete_record(struct mqfs_fs *fs, struct ic_ent *e)
 		/* Out of the cache before the number can be handed out. */
 		ip->deleted = true;
 		pthread_mutex_lock(&fs->icache->lock);
-		ic_unhash_locked(fs->icache, ip);
+		mqfs_ic_unhash_locked(fs->icache, ip);
 		pthread_mutex_unlock(&fs->icache->lock);
 		err = mqfs_ifree(&h, ip->ino, was_dir);
 	}
@@ -83,13 +83,13 @@ static int ic_delete_record(struct mqfs_fs *fs, struct ic_ent *e)
  * failure the inode leaves the cache but stays on the on-disk orphan
  * list for the next mount.
  */
-int ic_delete(struct mqfs_fs *fs, struct ic_ent *e)
+int mqfs_ic_delete(struct mqfs_fs *fs, struct ic_ent *e)
 {
 	struct mqfs_ino *ip = &e->ip;
 	int err = 0;
 
 	/* Before any handle (the lock order): nothing writes it again. */
-	ic_lazy_drop(fs->icache, ip);
+	mqfs_ic_lazy_drop(fs->icache, ip);
 	if (ic_has_extents(&ip->d)) {
 		pthread_rwlock_wrlock(&ip->lock);
 		err = fs->ino_ops->free_data(fs, ip);
@@ -100,13 +100,13 @@ int ic_delete(struct mqfs_fs *fs, struct ic_ent *e)
 	if (err)
 		fprintf(stderr, "mqfs: inode %" PRIu64 ": delete failed "
 			"(%d); it stays on the orphan list\n", ip->ino, err);
-	ic_unhash_put(fs, e);
+	mqfs_ic_unhash_put(fs, e);
 	return err;
 }
 
 /*
  * Collect the unlinked inodes into an array, not a list through e->lru:
- * ic_delete's orphan walk takes references (ic_hold_locked) on other
+ * mqfs_ic_delete's orphan walk takes references (mqfs_ic_hold_locked) on other
  * orphans, which unlinks them from whatever list e->lru is on.
  */
 static size_t ic_collect_unlinked(struct mqfs_icache *c, struct ic_ent ***out)
@@ -130,9 +130,9 @@ static size_t ic_collect_unlinked(struct mqfs_icache *c, struct ic_ent ***out)
 					goto out;	/* the next mount frees the rest */
 				v = nv;
 			}
-			/* One reference for ic_delete, one to free it here
+			/* One reference for mqfs_ic_delete, one to free it here
 			 * even if the front end still holds some. */
-			ic_hold_locked(c, ip);
+			mqfs_ic_hold_locked(c, ip);
 			ip->refcount++;
 			e->dying = true;
 			v[n++] = e;
@@ -144,7 +144,7 @@ out:
 	return n;
 }
 
-void ic_delete_unlinked(struct mqfs_fs *fs)
+void mqfs_ic_delete_unlinked(struct mqfs_fs *fs)
 {
 	struct mqfs_icache *c = fs->icache;
 	struct ic_ent **v;
@@ -153,11 +153,11 @@ void ic_delete_unlinked(struct mqfs_fs *fs)
 	for (size_t i = 0; i < n; i++) {
 		struct ic_ent *e = v[i];
 
-		ic_delete(fs, e);
+		mqfs_ic_delete(fs, e);
 		if (e->ip.refcount > 1)
 			fprintf(stderr, "mqfs: inode %" PRIu64 ": still "
 				"referenced at teardown\n", e->ip.ino);
-		ic_free(c, e);
+		mqfs_ic_free(c, e);
 	}
 	free(v);
 }
@@ -193,7 +193,7 @@ static void ic_set_orphan_head(struct mqfs_handle *h, uint64_t ino)
 
 /*
  * Find the orphan before @ino (sb_lock held): *prev NULL when @ino is
- * the head, else a reference the caller drops with ic_put(.., false).
+ * the head, else a reference the caller drops with mqfs_ic_put(.., false).
  * -ENOENT: @ino is not on the list.  The walk is bounded, so a cycle
  * on disk is reported instead of followed forever.
  */
@@ -225,7 +225,7 @@ static int orphan_find_prev(struct mqfs_fs *fs, uint64_t ino,
 			*prev = p;
 			return 0;
 		}
-		ic_put(fs, p, false);
+		mqfs_ic_put(fs, p, false);
 		cur = next;
 	}
 	return -ENOENT;
@@ -246,7 +246,7 @@ int mqfs_orphan_add(struct mqfs_handle *h, struct mqfs_ino *ip)
 		if (!err) {
 			e->orphan = IC_ORPH_ON;
 			if (prev)
-				ic_put(fs, prev, false);
+				mqfs_ic_put(fs, prev, false);
 		} else if (err == -ENOENT) {
 			e->orphan = IC_ORPH_OFF;
 			err = 0;
@@ -295,7 +295,7 @@ int mqfs_orphan_del(struct mqfs_handle *h, struct mqfs_ino *ip)
 	if (prev) {
 		ic_set_orphan_next(prev, next);
 		err = mqfs_inode_dirty(h, prev);
-		ic_put(fs, prev, false);
+		mqfs_ic_put(fs, prev, false);
 	} else {
 		ic_set_orphan_head(h, next);
 	}
@@ -355,7 +355,7 @@ int mqfs_orphan_recover(struct mqfs_fs *fs)
 			pthread_mutex_lock(&fs->icache->lock);
 			ic_ent(ip)->dying = true;
 			pthread_mutex_unlock(&fs->icache->lock);
-			err = ic_delete(fs, ic_ent(ip));
+			err = mqfs_ic_delete(fs, ic_ent(ip));
 			done++;
 		} else {
 			err = orphan_unlist(fs, ip);

@@ -48,8 +48,8 @@ static int nm_check_subtree(struct mqfs_fs *fs, struct mqfs_ino *dir,
 		if (cur == MQFS_ROOT_INO)
 			return 0;
 		if (++steps > fs->inode_count) {
-			mqfs_fs_error(fs, 0, "namei: parent loop above inode %llu",
-				      (unsigned long long)dir->ino);
+			mqfs_fs_error(fs, 0, "namei: parent loop above inode "
+				      "%llu", (unsigned long long)dir->ino);
 			return -EUCLEAN;
 		}
 		cur = parent;
@@ -67,12 +67,12 @@ static int nm_check_subtree(struct mqfs_fs *fs, struct mqfs_ino *dir,
 static int nm_rename_lock(struct nm_rename *r)
 {
 	for (;;) {
-		int err = nm_resolve(r->fs, r->odp, r->oname, r->olen, false,
-				     &r->oip);
+		int err = mqfs_nm_resolve(r->fs, r->odp, r->oname, r->olen,
+					  false, &r->oip);
 
 		if (!err)
-			err = nm_resolve(r->fs, r->ndp, r->nname, r->nlen, true,
-					 &r->nip);
+			err = mqfs_nm_resolve(r->fs, r->ndp, r->nname, r->nlen,
+					      true, &r->nip);
 		if (err) {
 			if (r->oip)
 				mqfs_iput(r->fs, r->oip);
@@ -80,17 +80,18 @@ static int nm_rename_lock(struct nm_rename *r)
 			return err;
 		}
 		r->s.n = 0;
-		nm_set_add(&r->s, r->odp);
-		nm_set_add(&r->s, r->ndp);
-		nm_set_add(&r->s, r->oip);
-		nm_set_add(&r->s, r->nip);
-		nm_set_lock(&r->s);
-		err = nm_still(r->fs, r->odp, r->oname, r->olen, r->oip);
+		mqfs_nm_set_add(&r->s, r->odp);
+		mqfs_nm_set_add(&r->s, r->ndp);
+		mqfs_nm_set_add(&r->s, r->oip);
+		mqfs_nm_set_add(&r->s, r->nip);
+		mqfs_nm_set_lock(&r->s);
+		err = mqfs_nm_still(r->fs, r->odp, r->oname, r->olen, r->oip);
 		if (!err)
-			err = nm_still(r->fs, r->ndp, r->nname, r->nlen, r->nip);
+			err = mqfs_nm_still(r->fs, r->ndp, r->nname, r->nlen,
+					    r->nip);
 		if (!err)
 			return 0;
-		nm_set_unlock(&r->s);
+		mqfs_nm_set_unlock(&r->s);
 		mqfs_iput(r->fs, r->oip);
 		if (r->nip)
 			mqfs_iput(r->fs, r->nip);
@@ -193,7 +194,7 @@ static int nm_rename_move(struct mqfs_handle *h, struct nm_rename *r)
 	if (r->nip) {
 		if (nm_is_dir(r->nip))
 			nm_nlink_add(r->ndp, -1);
-		err = nm_drop_link(h, r->nip);
+		err = mqfs_nm_drop_link(h, r->nip);
 	}
 	if (nm_is_dir(r->oip) && r->odp != r->ndp)
 		nm_move_dir(r->oip, r->odp, r->ndp);
@@ -209,8 +210,8 @@ static int nm_rename_locked(struct nm_rename *r)
 		return r->flags & RENAME_NOREPLACE ? -EEXIST : 0;
 	err = nm_rename_check(r);
 	if (!err)
-		err = mqfs_trans_start(r->fs, nm_credits(r->fs, true,
-							 NM_RENAME_CREDITS), &h);
+		err = mqfs_trans_start(r->fs,
+				nm_credits(r->fs, true, NM_RENAME_CREDITS), &h);
 	if (err)
 		return err;
 	if (r->flags & RENAME_EXCHANGE)
@@ -224,7 +225,7 @@ static int nm_rename_locked(struct nm_rename *r)
 		mqfs_touch(r->nip, false, false, true);
 	mqfs_touch(r->odp, false, true, true);
 	mqfs_touch(r->ndp, false, true, true);
-	return mqfs_trans_finish(&h, nm_set_dirty(&h, &r->s));
+	return mqfs_trans_finish(&h, mqfs_nm_set_dirty(&h, &r->s));
 }
 
 static int nm_rename_names(const char *name, const char *newname,
@@ -267,7 +268,7 @@ static int nm_rename_once(struct mqfs_fs *fs, uint64_t parent,
 	err = nm_rename_lock(&r);
 	if (!err) {
 		err = nm_rename_locked(&r);
-		nm_set_unlock(&r.s);
+		mqfs_nm_set_unlock(&r.s);
 	}
 	if (r.odp != r.ndp)
 		pthread_mutex_unlock(&fs->rename_lock);
