@@ -115,6 +115,27 @@ static unsigned jnl_limit(uint32_t journal_blocks)
 
 /* ---- the sequence ------------------------------------------------------ */
 
+/* Raw reads: at mount there is no sb_buf yet. */
+uint64_t mqfs_journal_sb_seq(struct mqfs_fs *fs)
+{
+	uint64_t where[2] = { 0, fs->block_count - 1 };
+	struct mqfs_super *sb = mqfs_alloc_blocks_mem(1);
+	uint64_t seq = 0;
+
+	if (!sb)
+		return 0;
+	for (unsigned i = 0; i < 2 && fs->block_count; i++) {
+		if (mqfs_bio_sync(fs->q, MQ_OP_READ, where[i], sb, 1,
+				  MQ_REQ_META | MQ_REQ_SYNC) ||
+		    mqfs_blk_verify(sb, MQFS_T_SUPER, where[i]))
+			continue;
+		seq = sb->journal_seq;
+		break;
+	}
+	free(sb);
+	return seq;
+}
+
 void mqfs_journal_raise_seq(struct mqfs_fs *fs, uint64_t next)
 {
 	struct mqfs_journal *j = jnl_of(fs);

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * journal_i.h - what the journal's two files share (journal.c: handles,
- * commits, the commit thread; journal_replay.c: replay at mount and the
- * superblock's sequence): where the blocks of a transaction lie.
+ * commits, the commit thread, the sequence; journal_replay.c: replay at
+ * mount, which calls into journal.c and never the reverse): where the
+ * blocks of a transaction lie, and the sequence calls.
  */
 #ifndef MQFS_JOURNAL_I_H
 #define MQFS_JOURNAL_I_H

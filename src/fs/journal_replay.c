@@ -2,10 +2,10 @@
 /*
  * journal_replay.c - the journal at mount: apply the transaction at
  * journal_start if its commit is valid (journal.c's file comment has the
- * layout and why replay is idempotent), and the superblock's journal_seq,
- * below which no new transaction may be numbered.  Apart from journal.c
+ * layout and why replay is idempotent), then number the next transaction
+ * past every sequence the journal has seen.  Apart from journal.c
  * because it runs once, before any handle, and needs none of the
- * running journal's state.
+ * running journal's state: it calls into journal.c, never the reverse.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -16,29 +16,6 @@
 
 #include "fs_i.h"
 #include "journal_i.h"
-
-/* ---- the superblock's sequence ---------------------------------------- */
-
-/* Raw reads: at mount there is no sb_buf yet. */
-uint64_t mqfs_journal_sb_seq(struct mqfs_fs *fs)
-{
-	uint64_t where[2] = { 0, fs->block_count - 1 };
-	struct mqfs_super *sb = mqfs_alloc_blocks_mem(1);
-	uint64_t seq = 0;
-
-	if (!sb)
-		return 0;
-	for (unsigned i = 0; i < 2 && fs->block_count; i++) {
-		if (mqfs_bio_sync(fs->q, MQ_OP_READ, where[i], sb, 1,
-				  MQ_REQ_META | MQ_REQ_SYNC) ||
-		    mqfs_blk_verify(sb, MQFS_T_SUPER, where[i]))
-			continue;
-		seq = sb->journal_seq;
-		break;
-	}
-	free(sb);
-	return seq;
-}
 
 /* ---- replay --------------------------------------------------------------- */
 
