@@ -27,6 +27,7 @@ libmqfs_a_SOURCES = \
 	%reldir%/fs/fsck_dir.c \
 	%reldir%/fs/fsck_i.h \
 	%reldir%/fs/fsck_inode.c \
+	%reldir%/fs/fsck_io.c \
 	%reldir%/fs/fsck_repair.c \
 	%reldir%/fs/fsck_super.c \
 	%reldir%/fs/fspace.c \

@@ -24,6 +24,8 @@
 
 #include "fs_i.h"
 
+#define FK_HASH_BITS	14u		/* buckets of the changed blocks */
+
 /* A block fsck has changed: sealed (or all zero), written at the end. */
 struct fk_blk {
 	uint64_t blocknr;
@@ -141,7 +143,7 @@ struct fsck {
 /* Pass 1: f->sb from block 0 or a copy, the layout, f->gen; 0 or -errno. */
 int mqfs_fk_pass_super(struct fsck *f);
 
-/* ---- fsck.c ------------------------------------------------------------ */
+/* ---- fsck_io.c --------------------------------------------------------- */
 
 /* Report one finding (one line naming the structure); @fix is the repair
  * made in repair modes ("" for none). */
@@ -160,6 +162,8 @@ int mqfs_fk_write(struct fsck *f, uint64_t blk, void *buf, unsigned type);
 /* Read block @blk and verify it as @type: 0, -EUCLEAN or -errno. */
 int mqfs_fk_read_meta(struct fsck *f, uint64_t blk, unsigned type, void *buf);
 bool mqfs_fk_all_zero(const void *buf, size_t len);
+/* The journal's copy of home block @blk, or NULL. */
+const struct fk_jcopy *mqfs_fk_jfind(const struct fsck *f, uint64_t blk);
 
 /* Block bitmap of the computed state. */
 static inline bool fk_used(const struct fsck *f, uint64_t blk)
