@@ -12,16 +12,10 @@ static unsigned hist_index(uint64_t v)
 	return mq_loghist_index(v, HIST_SUB_BITS);
 }
 
-/* The upper edge of a bucket, the value we report for it. */
+/* A bucket's middle, as mqfs-load and fio report it. */
 static uint64_t hist_value(unsigned idx)
 {
-	unsigned grp = idx >> HIST_SUB_BITS, sub = idx & ((1u << HIST_SUB_BITS) - 1);
-	unsigned msb;
-
-	if (grp == 0)
-		return sub;
-	msb = grp + HIST_SUB_BITS - 1;
-	return ((uint64_t)((1u << HIST_SUB_BITS) + sub + 1)) << (msb - HIST_SUB_BITS);
+	return mq_loghist_value(idx, HIST_SUB_BITS);
 }
 
 void hist_add(struct bench_hist *h, uint64_t ns)

@@ -50,17 +50,9 @@ static unsigned hist_index(uint64_t v)
 	return mq_loghist_index(v, HIST_SUB_BITS);
 }
 
-/* The middle of a bucket: the value a percentile in it reports. */
 static uint64_t hist_value(unsigned idx)
 {
-	unsigned grp = idx >> HIST_SUB_BITS, sub = idx & ((1u << HIST_SUB_BITS) - 1);
-	unsigned shift;
-
-	if (grp == 0)
-		return sub;
-	shift = grp - 1;
-	return (((uint64_t)(1u << HIST_SUB_BITS) + sub) << shift) +
-	       ((1ULL << shift) >> 1);
+	return mq_loghist_value(idx, HIST_SUB_BITS);
 }
 
 void hist_add(struct load_hist *h, uint64_t ns)

@@ -9,6 +9,7 @@
 # share is functions); its _SOURCES list them all.
 BLK_UNIT_TESTS = \
 	tests/unit/test_kthread \
+	tests/unit/test_loghist \
 	tests/unit/test_rbtree \
 	tests/unit/test_sbitmap \
 	tests/unit/test_deadline \
@@ -60,6 +61,8 @@ EXTRA_DIST += tests/unit/t_util.h tests/unit/t_uring.h tests/unit/t_main.h \
 
 tests_unit_test_kthread_CFLAGS = $(UNIT_CFLAGS)
 tests_unit_test_kthread_LDADD = $(UNIT_LDADD)
+tests_unit_test_loghist_CFLAGS = $(UNIT_CFLAGS)
+tests_unit_test_loghist_LDADD = $(UNIT_LDADD)
 tests_unit_test_rbtree_CFLAGS = $(UNIT_CFLAGS)
 tests_unit_test_rbtree_LDADD = $(UNIT_LDADD)
 tests_unit_test_sbitmap_SOURCES = tests/unit/test_sbitmap.c \
