@@ -157,22 +157,26 @@ static int attr_kill_caps(struct mqfs_fs *fs, struct mqfs_ino *ip)
 	return err;
 }
 
-/* Anything to drop: file capabilities, with @suid suid and executable sgid? */
-static bool attr_has_priv(struct mqfs_fs *fs, struct mqfs_ino *ip, bool suid)
+/* With @suid: a suid or an executable sgid bit to drop (meta_lock)? */
+static bool attr_has_suid(struct mqfs_ino *ip, bool suid)
 {
 	uint16_t mode;
 
-	if (suid) {
-		pthread_mutex_lock(&ip->meta_lock);
-		mode = ip->d.mode;
-		pthread_mutex_unlock(&ip->meta_lock);
-		if (mode & S_ISUID ||
-		    (mode & (S_ISGID | S_IXGRP)) == (S_ISGID | S_IXGRP))
-			return true;
-	}
-	return mqfs_xattr_has_caps(fs, ip);
+	if (!suid)
+		return false;
+	pthread_mutex_lock(&ip->meta_lock);
+	mode = ip->d.mode;
+	pthread_mutex_unlock(&ip->meta_lock);
+	return mode & S_ISUID ||
+	       (mode & (S_ISGID | S_IXGRP)) == (S_ISGID | S_IXGRP);
 }
 
+/*
+ * Every write asks.  The usual answer (nothing to drop) comes from the
+ * mode and the cached capability state without the inode lock, which a
+ * write-behind batch holds for the length of its I/O: taking it made
+ * each dontcache write wait for the previous one's batch.
+ */
 int mqfs_file_kill_priv(struct mqfs_fs *fs, struct mqfs_file *f, bool suid)
 {
 	struct mqfs_ino *ip = f->ip;
@@ -180,9 +184,14 @@ int mqfs_file_kill_priv(struct mqfs_fs *fs, struct mqfs_file *f, bool suid)
 	bool some;
 	int err;
 
-	mqfs_file_lock(ip, false);
-	some = attr_has_priv(fs, ip, suid);
-	pthread_rwlock_unlock(&ip->lock);
+	some = attr_has_suid(ip, suid);
+	if (!some && mqfs_xattr_no_caps_cached(ip))
+		return 0;
+	if (!some) {
+		mqfs_file_lock(ip, false);
+		some = mqfs_xattr_has_caps(fs, ip);
+		pthread_rwlock_unlock(&ip->lock);
+	}
 	if (!some)
 		return 0;
 	if (suid)

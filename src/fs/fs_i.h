@@ -681,6 +681,12 @@ int mqfs_xattr_drop(struct mqfs_handle *h, struct mqfs_ino *ip);
  * inode; caller holds ip->lock (either mode).
  */
 bool mqfs_xattr_has_caps(struct mqfs_fs *fs, struct mqfs_ino *ip);
+/*
+ * True when the cached answer is "none" (no lock needed): a check before
+ * the lock, as the kernel's IS_NOSEC, which a later setxattr may change
+ * as it may after the locked check.
+ */
+bool mqfs_xattr_no_caps_cached(struct mqfs_ino *ip);
 /* Remove them (ip->lock held exclusively; a handle of its own). */
 int mqfs_xattr_kill_caps(struct mqfs_fs *fs, struct mqfs_ino *ip);
 /* The cache policy (MQFS_CACHE_XATTR) of @ip; caller holds ip->lock. */

@@ -409,13 +409,21 @@ static bool xa_is_caps(const char *name)
 	return !strcmp(name, XA_CAPS_NAME);
 }
 
+bool mqfs_xattr_no_caps_cached(struct mqfs_ino *ip)
+{
+	return atomic_load(&ip->caps) == XA_CAPS_NONE;
+}
+
 bool mqfs_xattr_has_caps(struct mqfs_fs *fs, struct mqfs_ino *ip)
 {
 	uint8_t cached = atomic_load(&ip->caps);
 	ssize_t n;
 
-	if (!ip->d.xattr_blk)
+	if (!ip->d.xattr_blk) {
+		/* Known now; setting the attribute makes it SOME (xa_done). */
+		atomic_store(&ip->caps, XA_CAPS_NONE);
 		return false;
+	}
 	if (cached)
 		return cached == XA_CAPS_SOME;
 	n = xa_get_locked(fs, ip, XA_CAPS_NAME, strlen(XA_CAPS_NAME), NULL, 0);

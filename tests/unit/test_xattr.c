@@ -6,11 +6,15 @@
  * persistence across remount, and the cache policy (user.mqfs.cache):
  * only its values, inherited at creation, kept across remount; the I/O
  * priority policy (user.mqfs.ioprio) the same way, stored canonical,
- * and the class it gives a file's data I/O against the caller's.
+ * and the class it gives a file's data I/O against the caller's; and the
+ * privileges a write drops (security.capability, suid/sgid), decided
+ * without the inode lock when there is nothing to drop.
  */
 #include <check.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/xattr.h>
@@ -18,6 +22,7 @@
 #include "t_fs.h"
 #include "t_fsio.h"
 #include "t_main.h"
+#include "t_util.h"
 
 #define TX_ROOT		MQFS_ROOT_INO
 
@@ -427,6 +432,62 @@ START_TEST(test_ioprio_policy)
 }
 END_TEST
 
+struct tx_kill {
+	struct t_fs *t;
+	struct mqfs_file *f;
+	atomic_int ret;			/* INT_MIN until it returned */
+};
+
+static void *tx_kill_main(void *arg)
+{
+	struct tx_kill *k = arg;
+
+	atomic_store(&k->ret, mqfs_file_kill_priv(k->t->fs, k->f, true));
+	return NULL;
+}
+
+/*
+ * A write's kill-priv check: with nothing to drop it answers while
+ * another thread holds the inode lock (a write-behind batch does, for
+ * its whole I/O); capabilities and suid bits are still dropped.
+ */
+START_TEST(test_kill_priv)
+{
+	static const char caps[20] = { 1, 0, 0, 2 };
+	struct tx_kill k = { .ret = INT_MIN };
+	struct stat st, suid = { .st_mode = S_IFREG | 04755 };
+	struct mqfs_file *f;
+	pthread_t th;
+	uint64_t ino;
+	struct t_fs t;
+
+	t_fs_make(&t, 32 * T_FS_MIB);
+	ino = tx_file(&t, "f", S_IFREG | 0755);
+	ck_assert_int_eq(mqfs_open(t.fs, ino, O_RDWR, &f), 0);
+	ck_assert_int_eq(mqfs_file_kill_priv(t.fs, f, true), 0);
+	k = (struct tx_kill){ .t = &t, .f = f, .ret = INT_MIN };
+	pthread_rwlock_wrlock(&f->ip->lock);
+	ck_assert_int_eq(pthread_create(&th, NULL, tx_kill_main, &k), 0);
+	ck_assert_msg(t_wait_until(atomic_load(&k.ret) != INT_MIN),
+		      "kill-priv waited for the inode lock");
+	pthread_rwlock_unlock(&f->ip->lock);
+	pthread_join(th, NULL);
+	ck_assert_int_eq(atomic_load(&k.ret), 0);
+	ck_assert_int_eq(mqfs_setxattr(t.fs, ino, "security.capability", caps,
+				       sizeof(caps), 0), 0);
+	ck_assert_int_eq(mqfs_file_kill_priv(t.fs, f, false), 1);
+	ck_assert_int_eq(mqfs_getxattr(t.fs, ino, "security.capability",
+				       NULL, 0), -ENODATA);
+	ck_assert_int_eq(mqfs_setattr(t.fs, ino, &suid, MQFS_SET_MODE, NULL),
+			 0);
+	ck_assert_int_eq(mqfs_file_kill_priv(t.fs, f, true), 1);
+	ck_assert_int_eq(mqfs_getattr(t.fs, ino, &st), 0);
+	ck_assert_uint_eq(st.st_mode & 07777, 0755);
+	ck_assert_int_eq(mqfs_release(t.fs, f), 0);
+	t_fs_destroy(&t);
+}
+END_TEST
+
 /* Write 64 KiB to @ino as a caller of class @caller; where it landed. */
 static struct mq_prio_stats tx_write_as(struct t_fs *t, uint64_t ino,
 					enum mq_prio_class caller)
@@ -494,6 +555,7 @@ static Suite *xattr_suite(void)
 	tcase_add_test(tc, test_ioprio_parse);
 	tcase_add_test(tc, test_ioprio_policy);
 	tcase_add_test(tc, test_ioprio_applies);
+	tcase_add_test(tc, test_kill_priv);
 	return s;
 }
 
