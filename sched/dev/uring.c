@@ -57,6 +57,7 @@ struct uring_queue {
 	_Atomic unsigned inflight;	/* CQEs owed: SQEs made visible - reaped */
 	pthread_t reaper;
 	bool reaper_running;
+	bool broken;			/* a submit was refused for good */
 	/* caller_reap: one poller at a time; @poll_owner names it. */
 	pthread_mutex_t poll_lock;
 	_Atomic(const void *) poll_owner;
@@ -254,6 +255,7 @@ static void uring_submit_failed(struct uring_queue *uq, int err)
 	struct mq_request *rq;
 
 	uq->unsubmitted = 0;
+	uq->broken = true;
 	if ((uq->ring.flags & IORING_SETUP_SQPOLL) && err != -EOWNERDEAD) {
 		fprintf(stderr, "mqfs: uring %s q%u: submit: %s: left to the "
 			"SQ thread\n", uq->ud->dev.name, uq->index,
@@ -647,10 +649,19 @@ static int uring_queue_init(struct mq_dev *dev, unsigned index, void **priv)
 	return 0;
 }
 
-/* A reaper ends when it reaps a NOP it recognises. */
-static void uring_reaper_stop(struct uring_queue *uq)
+#define URING_STOP_WAIT_S	2
+
+/*
+ * A reaper ends when it reaps a NOP it recognises.  On a ring that
+ * refuses submits the NOP never gets there: the reaper's own wait
+ * usually fails too and ends it, but if the kernel keeps it asleep the
+ * join would hang the unmount.  After a bounded wait it is left asleep
+ * and the ring with it (false: the caller must not free the ring).
+ */
+static bool uring_reaper_stop(struct uring_queue *uq)
 {
 	struct io_uring_sqe *sqe = io_uring_get_sqe(&uq->ring);
+	struct timespec until;
 
 	if (sqe) {
 		io_uring_prep_nop(sqe);
@@ -659,7 +670,18 @@ static void uring_reaper_stop(struct uring_queue *uq)
 		uq->unsubmitted++;
 		uring_submit(uq);
 	}
-	pthread_join(uq->reaper, NULL);
+	if (!uq->broken) {
+		pthread_join(uq->reaper, NULL);
+		return true;
+	}
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_sec += URING_STOP_WAIT_S;
+	if (!pthread_timedjoin_np(uq->reaper, NULL, &until))
+		return true;
+	fprintf(stderr, "mqfs: uring %s q%u: the reaper of a broken ring does "
+		"not stop: left with its ring\n", uq->ud->dev.name, uq->index);
+	pthread_detach(uq->reaper);
+	return false;
 }
 
 /*
@@ -672,7 +694,10 @@ static void uring_queue_exit(struct mq_dev *dev, unsigned index, void *priv)
 	struct uring_queue *uq = priv;
 
 	if (uq->reaper_running) {
-		uring_reaper_stop(uq);
+		if (!uring_reaper_stop(uq)) {
+			to_uring(dev)->queues[index] = NULL;
+			return;		/* the reaper may still touch it */
+		}
 	} else {
 		uring_submit(uq);
 		while (atomic_load(&uq->inflight))

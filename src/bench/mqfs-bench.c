@@ -314,12 +314,13 @@ static struct mq_dev *bench_made(int err, struct mq_dev *dev,
 static struct mq_dev *bench_open_dev(struct bench_opts *o)
 {
 	struct mq_dev *dev;
+	int err;
 
 	if (!strcmp(o->dev, "ram")) {
 		if (!o->size)
 			o->size = 256u << 20;
-		return bench_made(mq_ram_open(o->size, o->dev_qd, &dev), dev,
-				  "ram");
+		err = mq_ram_open(o->size, o->dev_qd, &dev);
+		return bench_made(err, dev, "ram");
 	}
 	if (!strcmp(o->dev, "null")) {
 		struct mq_null_config nc = {
@@ -330,13 +331,13 @@ static struct mq_dev *bench_open_dev(struct bench_opts *o)
 
 		if (!o->size)
 			o->size = 1ull << 30;
-		return bench_made(mq_null_open(&nc, &dev), dev, "null");
+		err = mq_null_open(&nc, &dev);
+		return bench_made(err, dev, "null");
 	}
 	struct mq_uring_config uc = { .queue_depth = o->dev_qd,
 				      .sqpoll = o->sqpoll,
 				      .caller_reap = o->poll,
 				      .exclusive = true };
-	int err;
 
 	err = mq_uring_open(o->dev, &uc, &dev);
 	if (err) {

@@ -15,6 +15,7 @@ FUSE_INTEGRATION_TESTS = \
 	tests/integration/fio.sh \
 	tests/integration/mount-t.sh \
 	tests/integration/load.sh \
+	tests/integration/bench.sh \
 	tests/integration/ctl.sh \
 	tests/integration/dontcache.sh \
 	tests/integration/mmap.sh \

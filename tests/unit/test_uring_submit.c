@@ -12,6 +12,9 @@
  * refused SQEs never reach the kernel later (the next batches complete
  * once each and their data is on the file); the ring owes no CQE for them
  * (the queue drains and tears down, caller-reaped teardown included).
+ * A ring that still refuses at teardown (the reaper's stop cannot be
+ * submitted) is left to its reaper after a bounded wait: the unmount
+ * ends instead of hanging.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -153,6 +156,24 @@ START_TEST(test_one_refused)
 }
 END_TEST
 
+/* Teardown while every submit is refused: bounded, with a reaper. */
+START_TEST(test_teardown_refused)
+{
+	uint64_t t0;
+	struct us_ring r;
+
+	T_BEGIN();
+	us_open(&r, false);
+	atomic_store(&g_submit_breaks, 1000);
+	t0 = mq_clock_real_ns();
+	us_close(&r);
+	atomic_store(&g_submit_breaks, 0);
+	t_check(mq_clock_real_ns() - t0 < 10ull * 1000 * T_MS,
+		"teardown took %" PRIu64 " ms",
+		(uint64_t)((mq_clock_real_ns() - t0) / T_MS));
+}
+END_TEST
+
 static Suite *submit_suite(void)
 {
 	Suite *s = suite_create("uring_submit");
@@ -161,6 +182,7 @@ static Suite *submit_suite(void)
 	/* Loop index: 0 with a reaper, 1 caller-reaped. */
 	tcase_add_loop_test(tc, test_batch_refused, 0, 2);
 	tcase_add_loop_test(tc, test_one_refused, 0, 2);
+	tcase_add_test(tc, test_teardown_refused);
 	return s;
 }
 
