@@ -35,16 +35,12 @@ static int show_int(struct soak_round *r, const char *name, int dflt)
 /* Store, then read back the same text. */
 static void ctl_store(struct soak_round *r, const char *name, int val)
 {
-	char v[32], shown[64];
-	int ret;
+	char shown[64];
+	int ret = t_attr_roundtrip(r->q, name, val, shown, sizeof(shown));
 
-	snprintf(v, sizeof(v), "%d", val);
-	ret = mq_queue_attr_store(r->q, name, v);
-	if (!ret)
-		ret = mq_queue_attr_show(r->q, name, shown, sizeof(shown));
-	if (ret || strcmp(v, shown))
-		round_error(r, "store %s=%s: %d, shows %s", name, v, ret,
-			    ret ? "?" : shown);
+	if (ret)
+		round_error(r, "store %s=%d: %d, shows %s", name, val, ret,
+			    ret == -EBADMSG ? shown : "?");
 	atomic_fetch_add(&r->tunes, 1);
 }
 

@@ -33,16 +33,12 @@ static int rnd_int(uint64_t *s, int lo, int hi)
 /* Store @val, read it back; errors go to the run. */
 static void ctl_store(struct run *r, const char *name, int val)
 {
-	char v[32], shown[32];
-	int ret;
+	char shown[32];
+	int ret = t_attr_roundtrip(r->q, name, val, shown, sizeof(shown));
 
-	snprintf(v, sizeof(v), "%d", val);
-	ret = mq_queue_attr_store(r->q, name, v);
-	if (!ret)
-		ret = mq_queue_attr_show(r->q, name, shown, sizeof(shown));
-	if (ret || strcmp(v, shown))
-		run_error(r, "seed %#" PRIx64 ": store %s=%s: %d", r->seed,
-			  name, v, ret);
+	if (ret)
+		run_error(r, "seed %#" PRIx64 ": store %s=%d: %d", r->seed,
+			  name, val, ret);
 }
 
 static void ctl_store_bad(struct run *r, const char *name, const char *bad)

@@ -422,27 +422,40 @@ static inline int ur_sync(struct mq_queue *q, enum mq_op op, uint64_t off,
 	return st;
 }
 
-/* [off, off + len) in @bs-byte bios, plugged (batches of 32) or not. */
-static inline void ur_rw_range(struct mq_queue *q, enum mq_op op,
-			       uint64_t off, uint32_t len, uint32_t bs,
-			       unsigned char *buf, bool plug, unsigned flags,
-			       const char *what)
+/*
+ * Submit [off, off + len) in @bs-byte bios from @p (len / bs of them),
+ * plugged (batches of 32) or not.
+ */
+static inline void ur_submit_range(struct mq_queue *q, struct ur_pool *p,
+				   enum mq_op op, uint64_t off, uint32_t len,
+				   uint32_t bs, unsigned char *buf, bool plug,
+				   unsigned flags)
 {
 	unsigned nr = len / bs;
-	struct ur_pool p;
 
-	t_check(ur_pool_init(&p, nr), "pool");
 	for (unsigned i = 0; i < nr;) {
 		struct mq_plug pl;
 
 		if (plug)
 			mq_start_plug(&pl, 32);
 		for (unsigned j = 0; j < (plug ? 32u : 1u) && i < nr; j++, i++)
-			ur_submit(q, &p, op, off + (uint64_t)i * bs, bs,
+			ur_submit(q, p, op, off + (uint64_t)i * bs, bs,
 				  buf + (size_t)i * bs, flags);
 		if (plug)
 			mq_finish_plug(&pl);
 	}
+}
+
+/* [off, off + len) in @bs-byte bios, waited for and checked. */
+static inline void ur_rw_range(struct mq_queue *q, enum mq_op op,
+			       uint64_t off, uint32_t len, uint32_t bs,
+			       unsigned char *buf, bool plug, unsigned flags,
+			       const char *what)
+{
+	struct ur_pool p;
+
+	t_check(ur_pool_init(&p, len / bs), "pool");
+	ur_submit_range(q, &p, op, off, len, bs, buf, plug, flags);
 	ur_pool_check(&p, what);
 	ur_pool_free(&p);
 }

@@ -16,11 +16,13 @@
 #define MQFS_TESTS_T_UTIL_H
 
 #include <check.h>
+#include <errno.h>
 #include <inttypes.h>
 #include <sched.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -103,6 +105,23 @@ static inline unsigned t_complete_due(struct mq_dev *dev)
 {
 	mq_clock_fake_advance(T_LAT);
 	return mq_null_complete_due(dev);
+}
+
+/*
+ * Store tunable @name = @val, then read it back into @shown: 0, the
+ * store's or show's error, or -EBADMSG when it shows something else.
+ */
+static inline int t_attr_roundtrip(struct mq_queue *q, const char *name,
+				   int val, char *shown, size_t len)
+{
+	char v[32];
+	int ret;
+
+	snprintf(v, sizeof(v), "%d", val);
+	ret = mq_queue_attr_store(q, name, v);
+	if (!ret)
+		ret = mq_queue_attr_show(q, name, shown, len);
+	return ret ? ret : strcmp(v, shown) ? -EBADMSG : 0;
 }
 
 /* ---- private state -------------------------------------------------- */

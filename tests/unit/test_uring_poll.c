@@ -121,21 +121,10 @@ static void urp_rw_range(struct mq_queue *q, enum mq_op op, uint64_t off,
 			 uint32_t len, uint32_t bs, unsigned char *buf,
 			 bool plug, const char *what)
 {
-	unsigned nr = len / bs;
 	struct ur_pool p;
 
-	t_check(urp_pool_init(&p, nr), "pool");
-	for (unsigned i = 0; i < nr;) {
-		struct mq_plug pl;
-
-		if (plug)
-			mq_start_plug(&pl, 32);
-		for (unsigned j = 0; j < (plug ? 32u : 1u) && i < nr; j++, i++)
-			ur_submit(q, &p, op, off + (uint64_t)i * bs, bs,
-				  buf + (size_t)i * bs, 0);
-		if (plug)
-			mq_finish_plug(&pl);
-	}
+	t_check(urp_pool_init(&p, len / bs), "pool");
+	ur_submit_range(q, &p, op, off, len, bs, buf, plug, 0);
 	urp_wait_check(q, &p, what);
 	ur_pool_free(&p);
 }
