@@ -3,7 +3,8 @@
  * mqfsctl - statistics and tunables of a mounted mqfs, through its
  * control surface MNT/.mqfs (see mqfs(8), CONTROL SURFACE):
  *
- *   mqfsctl stat MNT [INTERVAL [COUNT]]   iostat -x style figures
+ *   mqfsctl stat MNT [INTERVAL [COUNT]]   iostat -x style figures, then the
+ *                                         priority counts and the transport
  *   mqfsctl set MNT key=value...          queue/ or queue/iosched/ files
  *   mqfsctl top MNT                       stat, refreshed every second
  */
@@ -156,6 +157,54 @@ static void print_prio(const char *mnt)
 	fclose(f);
 }
 
+/* The value of "KEY VALUE" line @key of @mnt's .mqfs/@file, or "". */
+static void ctl_field(const char *mnt, const char *file, const char *key,
+		      char *out, size_t size)
+{
+	char path[4096], line[256];
+	size_t n = strlen(key);
+	FILE *f;
+
+	out[0] = '\0';
+	snprintf(path, sizeof(path), "%s/" CTL_DIR "/%s", mnt, file);
+	f = fopen(path, "r");
+	if (!f)
+		return;
+	while (fgets(line, sizeof(line), f))
+		if (!strncmp(line, key, n) && line[n] == ' ') {
+			line[strcspn(line, "\n")] = '\0';
+			snprintf(out, size, "%s", line + n + 1);
+			break;
+		}
+	fclose(f);
+}
+
+/* How FUSE requests reach the daemon, and the rings' batching. */
+static void print_transport(const char *mnt)
+{
+	char t[64], nq[16], depth[16], per_enter[32], per_batch[32], note[192];
+
+	ctl_field(mnt, "fuse/conn", "transport", t, sizeof(t));
+	if (!t[0])
+		return;
+	if (strcmp(t, "uring")) {
+		ctl_field(mnt, "fuse/conn", "transport_note", note,
+			  sizeof(note));
+		printf("\nFUSE transport: /dev/fuse%s%s%s\n", note[0] ? " (" : "",
+		       note, note[0] ? ")" : "");
+		return;
+	}
+	ctl_field(mnt, "fuse/conn", "ring_queues", nq, sizeof(nq));
+	ctl_field(mnt, "fuse/conn", "ring_depth", depth, sizeof(depth));
+	ctl_field(mnt, "fuse/stat", "ring_requests_per_enter", per_enter,
+		  sizeof(per_enter));
+	ctl_field(mnt, "fuse/stat", "ring_commits_per_batch", per_batch,
+		  sizeof(per_batch));
+	printf("\nFUSE transport: io_uring, %s rings of %s entries; since "
+	       "mount %s requests per io_uring_enter, %s commits per batch\n",
+	       nq, depth, per_enter, per_batch);
+}
+
 /* stat MNT [INTERVAL [COUNT]]: one report of INTERVAL (1 s) by default. */
 static int cmd_stat(int argc, char **argv)
 {
@@ -180,6 +229,7 @@ static int cmd_stat(int argc, char **argv)
 		a = b;
 	}
 	print_prio(argv[0]);
+	print_transport(argv[0]);
 	return 0;
 }
 

@@ -600,6 +600,40 @@ static void text_fs(struct mqfs_ctl *c, const struct mqfs_ctl_node *n,
 			 "\n", s.journal_commits, s.journal_blocks);
 }
 
+/*
+ * transport uring|dev, the rings' shape, and why not io_uring (a
+ * "transport_note" line) when the start-up or INIT said so.
+ */
+static void text_transport(struct mqfs_ctl *c, struct mqfs_ctl_file *f)
+{
+	const struct mqfs_conn *k = &c->d->conn;
+
+	text_add(f, "transport %s\n", k->uring ? "uring" : "dev");
+	if (k->uring)
+		text_add(f, "ring_queues %u\nring_depth %u\n",
+			 c->d->rings.nr_queues, c->d->rings.depth);
+	if (k->transport_note[0])
+		text_add(f, "transport_note %s\n", k->transport_note);
+}
+
+/* The rings' counters: requests per io_uring_enter, commits per batch. */
+static void text_ring_stats(struct mqfs_ctl *c, struct mqfs_ctl_file *f)
+{
+	struct mqfs_ring_stats s;
+
+	if (!c->d->conn.uring)
+		return;
+	mqfs_rings_get_stats(&c->d->rings, &s);
+	text_add(f, "ring_requests %" PRIu64 "\nring_enters %" PRIu64
+		 "\nring_commits %" PRIu64 "\nring_batches %" PRIu64
+		 "\nring_direct_commits %" PRIu64
+		 "\nring_requests_per_enter %.2f"
+		 "\nring_commits_per_batch %.2f\n", s.requests, s.enters,
+		 s.commits, s.batches, s.direct,
+		 s.enters ? (double)s.requests / (double)s.enters : 0.0,
+		 s.batches ? (double)s.commits / (double)s.batches : 0.0);
+}
+
 /* The engine's counters, and what INIT and the bdi settled. */
 static void text_fuse(struct mqfs_ctl *c, const struct mqfs_ctl_node *n,
 		      struct mqfs_ctl_file *f)
@@ -610,7 +644,8 @@ static void text_fuse(struct mqfs_ctl *c, const struct mqfs_ctl_node *n,
 
 	if (n->file == UF_CONN) {
 		mqfs_bdi_describe(&c->d->bdi, bdi, sizeof(bdi));
-		text_add(f, "transport dev\nprotocol 7.%u\nflags 0x%" PRIx64
+		text_transport(c, f);
+		text_add(f, "protocol 7.%u\nflags 0x%" PRIx64
 			 "\nmax_write %u\nmax_background %u\n"
 			 "writeback_cache %d\ndirect_io_allow_mmap %d\n"
 			 "bdi %s\n", k->minor, k->flags, k->max_write,
@@ -626,6 +661,7 @@ static void text_fuse(struct mqfs_ctl *c, const struct mqfs_ctl_node *n,
 		 s.requests, s.async, s.inflight, s.interrupts, s.cancelled,
 		 s.bad, s.workers, s.parked, s.max_workers, s.slots,
 		 s.slot_waits);
+	text_ring_stats(c, f);
 }
 
 static int text_attr(struct mqfs_ctl *c, const struct mqfs_ctl_node *n,

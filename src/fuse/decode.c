@@ -6,7 +6,10 @@
  * all there.  The kernel never sends less, but a decoder that trusts
  * lengths is a crash waiting for a kernel bug: a bad message is answered
  * with EIO (when its header can be trusted for the unique) and the
- * daemon goes on serving.  Pure: no state, no I/O (tests/unit/test_fuse).
+ * daemon goes on serving.  Requests arrive whole from /dev/fuse, or split
+ * over a ring entry's header and payload buffers (FUSE over io_uring):
+ * one table and one check serve both.  Pure: no state, no I/O
+ * (tests/unit/test_fuse).
  */
 #include <errno.h>
 #include <string.h>
@@ -123,13 +126,39 @@ static int dec_tail(unsigned kind, const char *p, size_t len,
 	return 0;
 }
 
+/*
+ * The opcode's struct at @arg (@arg_len bytes there), then its names and
+ * data at @tail (@tail_len bytes): contiguous on /dev/fuse, in two
+ * buffers on a ring entry.
+ */
+static int dec_body(const struct fuse_in_header *h, const char *arg,
+		    size_t arg_len, const char *tail, size_t tail_len,
+		    struct mqfs_fuse_msg *m)
+{
+	const struct dec_layout *l;
+	size_t used = 0;
+	int err;
+
+	if (h->opcode >= MQFS_FUSE_OPCODE_MAX)
+		return -ENOSYS;
+	l = &dec_layouts[h->opcode];
+	if (!l->known)
+		return -ENOSYS;
+	if (arg_len < l->fixed)
+		return -EIO;
+	m->arg = l->fixed ? arg : NULL;
+	m->arg_len = arg_len;
+	err = dec_names(tail, tail_len, l->nstr, m, &used);
+	if (!err)
+		err = dec_tail(l->kind, tail + used, tail_len - used, m);
+	return err;
+}
+
 int mqfs_fuse_decode(const void *buf, size_t n, struct mqfs_fuse_msg *m)
 {
 	const struct fuse_in_header *h = buf;
-	const struct dec_layout *l;
-	const char *p;
-	size_t len, used = 0;
-	int err;
+	const char *p = (const char *)buf + sizeof(*h);
+	size_t len, fixed;
 
 	memset(m, 0, sizeof(*m));
 	if (n < sizeof(*h))
@@ -137,21 +166,35 @@ int mqfs_fuse_decode(const void *buf, size_t n, struct mqfs_fuse_msg *m)
 	m->h = h;
 	if (h->len != n || (size_t)h->total_extlen * 8 > n - sizeof(*h))
 		return -EIO;
-	if (h->opcode >= MQFS_FUSE_OPCODE_MAX)
-		return -ENOSYS;
-	l = &dec_layouts[h->opcode];
-	if (!l->known)
-		return -ENOSYS;
-	p = (const char *)buf + sizeof(*h);
 	len = n - sizeof(*h) - (size_t)h->total_extlen * 8;
-	if (len < l->fixed)
+	fixed = h->opcode < MQFS_FUSE_OPCODE_MAX ?
+		dec_layouts[h->opcode].fixed : 0;
+	if (len < fixed)
+		fixed = len;		/* dec_body refuses it */
+	return dec_body(h, p, len, p + fixed, len - fixed, m);
+}
+
+/*
+ * A ring entry: the kernel put the header in in_out, the first argument
+ * (the opcode's struct; empty for the opcodes that start with a name) in
+ * op_in, and the other arguments from the payload's first byte on, with
+ * payload_sz their length.  The header's len counts all three, so the
+ * first argument's size is what is left of it.
+ */
+int mqfs_fuse_decode_ring(const struct mqfs_fuse_uring_req_header *hdr,
+			  const void *payload, size_t cap,
+			  struct mqfs_fuse_msg *m)
+{
+	const struct fuse_in_header *h = (const void *)hdr->in_out;
+	size_t psz = hdr->ring_ent_in_out.payload_sz, ext, arg_len;
+
+	memset(m, 0, sizeof(*m));
+	m->h = h;
+	ext = (size_t)h->total_extlen * 8;
+	if (psz > cap || h->len < sizeof(*h) + psz || ext > psz)
 		return -EIO;
-	m->arg = l->fixed ? p : NULL;
-	m->arg_len = len;
-	p += l->fixed;
-	len -= l->fixed;
-	err = dec_names(p, len, l->nstr, m, &used);
-	if (!err)
-		err = dec_tail(l->kind, p + used, len - used, m);
-	return err;
+	arg_len = h->len - sizeof(*h) - psz;
+	if (arg_len > sizeof(hdr->op_in))
+		return -EIO;
+	return dec_body(h, hdr->op_in, arg_len, payload, psz - ext, m);
 }

@@ -1,6 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * engine.c - mqfs's own FUSE request loop on /dev/fuse.
+ * engine.c - mqfs's own FUSE request loop on /dev/fuse, and what every
+ * request goes through whichever way it came (mqfs_engine_serve, the
+ * replies, the asynchronous completions): ring.c brings requests over
+ * io_uring and answers them through mqfs_ring_fill/mqfs_ring_release.
  *
  * libfuse mounts, unmounts and parses the command line; the requests
  * are read and answered here.  Each worker thread has its own channel,
@@ -135,9 +138,24 @@ static int eng_write_to(struct mqfs_engine *e, int fd, uint64_t unique,
 	return -ENOENT;
 }
 
+/* To the request's channel, or into its ring entry (ring.c). */
 static int eng_write(struct mqfs_req *r, int err, struct iovec *iov, int n)
 {
-	return eng_write_to(&r->d->eng, r->fd, r->m.h->unique, err, iov, n);
+	struct mqfs_engine *e = &r->d->eng;
+	int ret;
+
+	if (!r->ent)
+		return eng_write_to(e, r->fd, r->m.h->unique, err, iov, n);
+	ret = mqfs_ring_fill(r->ent, err, iov, n);
+	if (e->debug && !ret) {
+		struct fuse_out_header oh = { .len = sizeof(oh), .error = err,
+					      .unique = r->m.h->unique };
+
+		for (int i = 1; i < n; i++)
+			oh.len += (uint32_t)iov[i].iov_len;
+		eng_debug_out(&oh);
+	}
+	return ret;
 }
 
 /* A cancellable request is answered by whoever takes its unique first. */
@@ -198,6 +216,15 @@ void mqfs_notify_inval_attr(struct mqfs_req *r, uint64_t ino)
 
 /* ---- asynchronous requests ------------------------------------------------ */
 
+/* A slot no user holds: back to the pool, or its ring entry commits. */
+static void eng_req_free(struct mqfs_req *r)
+{
+	if (r->ent)
+		mqfs_ring_release(r->ent);
+	else
+		mqfs_pool_put(&r->d->eng.pool, r);
+}
+
 void mqfs_req_async(struct mqfs_req *r, bool cancellable)
 {
 	struct mqfs_engine *e = &r->d->eng;
@@ -205,7 +232,8 @@ void mqfs_req_async(struct mqfs_req *r, bool cancellable)
 	atomic_fetch_add(&r->refs, 1);
 	mq_inflight_inc(&e->inflight);
 	atomic_fetch_add(&e->async, 1);
-	if (cancellable) {
+	/* A ring request cannot be answered before its end (ring.c). */
+	if (cancellable && !r->ent) {
 		r->cancellable = true;
 		atomic_store(&r->live, r->m.h->unique);
 	}
@@ -216,7 +244,7 @@ void mqfs_req_complete(struct mqfs_req *r)
 	struct mqfs_engine *e = &r->d->eng;
 
 	if (atomic_fetch_sub(&r->refs, 1) == 1)
-		mqfs_pool_put(&e->pool, r);
+		eng_req_free(r);
 	mq_inflight_dec(&e->inflight);
 }
 
@@ -318,20 +346,15 @@ static void eng_dispatch(struct mqfs_req *r)
 	}
 }
 
-/* Serve the @n bytes read into @r; true when the slot is free again. */
-static bool eng_serve(struct mqfs_worker *w, struct mqfs_req *r, size_t n)
+bool mqfs_engine_serve(struct mqfs_req *r, int err, size_t n)
 {
-	struct mqfs_engine *e = w->e;
-	int err;
+	struct mqfs_engine *e = &r->d->eng;
 
-	r->d = w->d;
-	r->fd = w->fd;
 	r->cancellable = false;
 	r->writeback = false;
 	atomic_store(&r->live, 0);
 	atomic_store(&r->refs, 1);
 	atomic_fetch_add(&e->requests, 1);
-	err = mqfs_fuse_decode(r->payload - MQFS_FUSE_WRITE_HDR, n, &r->m);
 	if (e->debug && err != -EPROTO)
 		eng_debug_in(&r->m, n);
 	if (err)
@@ -395,7 +418,13 @@ static void *eng_worker(void *arg)
 		if (n < 0)
 			break;
 		t0 = mq_clock_ns();
-		if (!eng_serve(w, r, (size_t)n))
+		r->d = w->d;
+		r->fd = w->fd;
+		r->ent = NULL;
+		if (!mqfs_engine_serve(r, mqfs_fuse_decode(r->payload -
+							   MQFS_FUSE_WRITE_HDR,
+							   (size_t)n, &r->m),
+				       (size_t)n))
 			r = NULL;	/* the request keeps it */
 		if (mq_clock_ns() - t0 > ENG_BLOCKED_NS) {
 			/* It blocked: was anybody left for the next one? */
@@ -432,6 +461,8 @@ int mqfs_engine_init(struct mqfs_engine *e, unsigned max_workers,
 	e->max_workers = max_workers ? max_workers : 1;
 	e->debug = debug;
 	mq_inflight_init(&e->inflight);
+	pthread_mutex_init(&e->init_lock, NULL);
+	pthread_cond_init(&e->init_cond, NULL);
 	pthread_mutex_init(&e->spawn_lock, NULL);
 	pthread_cond_init(&e->park_cond, NULL);
 	e->inited = true;
@@ -532,8 +563,10 @@ void mqfs_engine_stop(struct mqfs_engine *e)
 	pthread_mutex_unlock(&e->spawn_lock);
 	for (unsigned i = 0; i < n; i++)
 		pthread_join(e->workers[i].thread, NULL);
-	/* Completions still answer on the workers' channels. */
+	/* Completions still answer on the workers' channels and rings. */
 	mq_inflight_wait(&e->inflight);
+	if (e->d)
+		mqfs_rings_stop(&e->d->rings);
 	for (unsigned i = 0; i < n; i++)
 		close(e->workers[i].fd);
 	atomic_store(&e->started, 0);
@@ -555,7 +588,42 @@ void mqfs_engine_destroy(struct mqfs_engine *e)
 	e->done_fd = -1;
 	pthread_cond_destroy(&e->park_cond);
 	pthread_mutex_destroy(&e->spawn_lock);
+	pthread_cond_destroy(&e->init_cond);
+	pthread_mutex_destroy(&e->init_lock);
 	mq_inflight_destroy(&e->inflight);
+}
+
+void mqfs_engine_init_done(struct mqfs_engine *e, int err)
+{
+	pthread_mutex_lock(&e->init_lock);
+	e->init_state = err ? err : 1;
+	pthread_cond_broadcast(&e->init_cond);
+	pthread_mutex_unlock(&e->init_lock);
+	/* A failed start ends the mount: the main thread unmounts. */
+	if (err && eventfd_write(e->done_fd, 1))
+		fprintf(stderr, "mqfs: fuse: eventfd: %s\n", strerror(errno));
+}
+
+int mqfs_engine_wait_init(struct mqfs_engine *e, unsigned ms)
+{
+	struct timespec until;
+	int ret = 0;
+
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_sec += ms / 1000;
+	until.tv_nsec += (long)(ms % 1000) * 1000000;
+	if (until.tv_nsec >= 1000000000) {
+		until.tv_sec++;
+		until.tv_nsec -= 1000000000;
+	}
+	pthread_mutex_lock(&e->init_lock);
+	while (!e->init_state && !ret)
+		ret = pthread_cond_timedwait(&e->init_cond, &e->init_lock,
+					     &until);
+	ret = e->init_state == 1 ? 0 : e->init_state ? e->init_state
+						      : -ETIMEDOUT;
+	pthread_mutex_unlock(&e->init_lock);
+	return ret;
 }
 
 void mqfs_engine_get_stats(struct mqfs_engine *e, struct mqfs_engine_stats *s)

@@ -2,7 +2,8 @@
 /*
  * fuse_i.h - the FUSE daemon's private interfaces: its configuration
  * (opts.c), the control surface (ctl.c), its own FUSE protocol engine
- * (decode.c, pool.c, engine.c, init.c), the callers' I/O priorities
+ * (decode.c, pool.c, engine.c, init.c) and its io_uring transport
+ * (ring.c), the callers' I/O priorities
  * (ioprio.c), the operations (ops.c, reply.c),
  * the writeback throttle (bdi.c) and the background start (daemon.c),
  * tied together by main.c.  libfuse does the mounting and the option
@@ -39,12 +40,22 @@
 #define MQFS_DEFAULT_FUSE_BUFS		64
 #define MQFS_DEFAULT_BDI_MAX_RATIO	50
 
+/* -o transport= */
+enum mqfs_transport {
+	MQFS_TRANSPORT_AUTO,		/* io_uring when the kernel offers it */
+	MQFS_TRANSPORT_URING,		/* io_uring or no mount */
+	MQFS_TRANSPORT_DEV,		/* read/writev on /dev/fuse */
+};
+
 /* The command line, parsed and checked. */
 struct mqfs_config {
 	char *device;			/* as given on the command line */
 	struct fuse_cmdline_opts cmd;	/* mountpoint, -f, -d, -s, threads */
 	struct mq_uring_config uring;
 	struct mq_queue_config queue;
+	enum mqfs_transport transport;	/* transport= */
+	unsigned uring_depth;		/* entries per ring; 0: default */
+	bool uring_pin;			/* ring thread N runs on CPU N only */
 	/* Strings handed to mq_queue_attr_store; NULL: the default. */
 	char *tunables[MQFS_MAX_TUNABLES];
 	char *complete_delay_us;
@@ -155,6 +166,11 @@ struct mqfs_fuse_msg {
  * mqfs does not decode.  @m->h is set unless -EPROTO.
  */
 int mqfs_fuse_decode(const void *buf, size_t n, struct mqfs_fuse_msg *m);
+/* The same for a request on a ring entry: the header buffer @hdr and
+ * the payload buffer of @cap bytes (never -EPROTO). */
+int mqfs_fuse_decode_ring(const struct mqfs_fuse_uring_req_header *hdr,
+			  const void *payload, size_t cap,
+			  struct mqfs_fuse_msg *m);
 
 /* ---- request slots (pool.c) ----------------------------------------------- */
 
@@ -178,6 +194,8 @@ int mqfs_fuse_decode(const void *buf, size_t n, struct mqfs_fuse_msg *m);
  * until it is answered and every user is done (@refs: the handler's,
  * and an asynchronous completion's), then the slot goes back.
  */
+struct mqfs_ring_ent;
+
 struct mqfs_req {
 	struct mqfs_daemon *d;
 	int fd;				/* its channel: the reply goes there */
@@ -192,6 +210,7 @@ struct mqfs_req {
 	size_t size;			/* a writeback write's bytes */
 	_Atomic uint32_t next;		/* pool free stack: index + 1 */
 	uint32_t index;
+	struct mqfs_ring_ent *ent;	/* a ring's entry (ring.c), or NULL */
 	struct mqfs_io io;
 };
 
@@ -215,7 +234,71 @@ int mqfs_pool_create(struct mqfs_pool *p, unsigned nr);
 void mqfs_pool_destroy(struct mqfs_pool *p);
 /* A free slot; sleeps while every one is in use. */
 struct mqfs_req *mqfs_pool_get(struct mqfs_pool *p);
+/* A free slot, or NULL when none is (never sleeps). */
+struct mqfs_req *mqfs_pool_try_get(struct mqfs_pool *p);
 void mqfs_pool_put(struct mqfs_pool *p, struct mqfs_req *r);
+
+/* ---- FUSE over io_uring (ring.c) ------------------------------------------ */
+
+struct mqfs_ring_queue;
+
+/*
+ * One queue (thread, io_uring, entries) per possible CPU.  Prepared
+ * before the INIT reply (so that a failure can still leave the flag out
+ * of it), registered after it (mqfs_rings_start).
+ */
+struct mqfs_rings {
+	struct mqfs_daemon *d;
+	unsigned nr_queues, depth;
+	struct mqfs_ring_queue *queues;
+	int fuse_fd;			/* a dup of the session's */
+	bool pin;			/* thread N on CPU N (uring_pin) */
+	bool prepared;
+	pthread_mutex_t lock;		/* @go, @reported, @error, @why */
+	pthread_cond_t cond;
+	bool go;			/* the INIT reply is written */
+	unsigned reported;		/* queues done registering */
+	int error;
+	atomic_bool registered;		/* mqfs_rings_start returned */
+	atomic_bool stopping;
+	char why[128];			/* the first failure */
+};
+
+struct mqfs_ring_stats {
+	unsigned queues, depth;
+	/* direct: commits another thread submitted (the ring slept) */
+	uint64_t requests, enters, commits, batches, direct;
+};
+
+/*
+ * Is FUSE over io_uring on (1), off (0), or missing from this kernel
+ * (-EOPNOTSUPP)?  @why says how when not 1.
+ */
+int mqfs_ring_probe(char *why, size_t size);
+/* The kernel's queue count: the possible CPUs (0: unreadable). */
+unsigned mqfs_ring_nr_queues(void);
+/* uring_depth's default: the device queue shared by the CPUs, 8-32. */
+unsigned mqfs_ring_default_depth(unsigned queue_depth, unsigned nr_queues);
+
+void mqfs_rings_init(struct mqfs_rings *rs);
+/*
+ * Rings, entries (slots of @d's pool) and threads, not yet registered;
+ * 0, or -errno with @rs->why set and nothing left.
+ */
+int mqfs_rings_prepare(struct mqfs_rings *rs, struct mqfs_daemon *d,
+		       int session_fd, unsigned depth, bool pin);
+/* After the INIT reply: register every entry; 0 or -errno (@rs->why). */
+int mqfs_rings_start(struct mqfs_rings *rs);
+/* Wake and join the threads (every request has ended), free it all. */
+void mqfs_rings_stop(struct mqfs_rings *rs);
+void mqfs_rings_destroy(struct mqfs_rings *rs);
+void mqfs_rings_get_stats(struct mqfs_rings *rs, struct mqfs_ring_stats *s);
+/* The engine's: write a reply into @e's buffers (mqfs_reply_iov's
+ * @iov); the commit waits for mqfs_ring_release. */
+int mqfs_ring_fill(struct mqfs_ring_ent *e, int err, struct iovec *iov,
+		   int n);
+/* The request's last user is done: commit and fetch the next. */
+void mqfs_ring_release(struct mqfs_ring_ent *e);
 
 /* ---- callers' I/O priorities (ioprio.c) ----------------------------------- */
 
@@ -296,8 +379,22 @@ struct mqfs_engine {
 	atomic_bool initialized;	/* INIT answered */
 	/* Asynchronous requests not yet completed (the drain waits). */
 	struct mq_inflight inflight;
+	pthread_mutex_t init_lock;
+	pthread_cond_t init_cond;
+	int init_state;			/* 0 waiting, 1 done, or -errno */
 	atomic_uint_fast64_t requests, async, interrupts, cancelled, bad;
 };
+
+/*
+ * Serve the request in @r (decoded with result @err, @n bytes): INIT,
+ * INTERRUPT, a refused message or an operation.  True when the slot is
+ * free again (no asynchronous user left).  @r->d, @r->fd, @r->ent set.
+ */
+bool mqfs_engine_serve(struct mqfs_req *r, int err, size_t n);
+/* The INIT handler's verdict: 0 serving, or -errno (the mount fails). */
+void mqfs_engine_init_done(struct mqfs_engine *e, int err);
+/* Wait up to @ms for it: 0, its -errno, or -ETIMEDOUT. */
+int mqfs_engine_wait_init(struct mqfs_engine *e, unsigned ms);
 
 /* Slots for @max_workers workers and @inflight requests in flight. */
 int mqfs_engine_init(struct mqfs_engine *e, unsigned max_workers,
@@ -379,6 +476,8 @@ struct mqfs_conn {
 	unsigned max_write, max_background;
 	bool writeback;			/* kernel writeback cache */
 	bool mmap_direct;		/* DIRECT_IO_ALLOW_MMAP */
+	bool uring;			/* requests come over the rings */
+	char transport_note[160];	/* why not io_uring, or "" */
 };
 
 void mqfs_fuse_init(struct mqfs_req *r);
@@ -436,6 +535,8 @@ struct mqfs_daemon {
 	struct mqfs_fs *fs;
 	struct mqfs_ctl ctl;
 	struct mqfs_engine eng;
+	struct mqfs_rings rings;	/* prepared: io_uring may be granted */
+	enum mqfs_transport transport;	/* asked for */
 	struct mqfs_conn conn;
 	bool plug;			/* handlers run inside a plug */
 	enum mqfs_cache_mode cache;	/* the mount's; files may differ */

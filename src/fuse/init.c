@@ -19,6 +19,9 @@
  *   Without it every buffered write of a cache=kernel mount first asked
  *   the daemon for security.capability (a GETXATTR round trip per write:
  *   4k random buffered writes went at a quarter of ext4's pace).
+ * - OVER_IO_URING (7.42) when the rings are prepared (transport=auto or
+ *   uring): the INIT reply grants it, then every ring registers
+ *   (ring.c); from then on the requests come over the rings.
  * Left out: ATOMIC_O_TRUNC (O_TRUNC comes as a setattr), AUTO_INVAL_DATA
  * (only the kernel changes
  * the files), DONT_MASK (the kernel applies the umask: no ACLs here),
@@ -41,6 +44,8 @@ static uint64_t init_want(const struct mqfs_daemon *d)
 
 	if (d->cache == MQFS_CACHE_KERNEL)
 		want |= FUSE_WRITEBACK_CACHE | FUSE_CACHE_SYMLINKS;
+	if (d->rings.prepared)
+		want |= FUSE_OVER_IO_URING;
 	return want;
 }
 
@@ -65,12 +70,52 @@ static void init_other_major(struct mqfs_req *r)
 	mqfs_reply(r, &out, sizeof(out));
 }
 
+/*
+ * After the INIT reply: the rings register, or the mount is settled on
+ * /dev/fuse.  A REGISTER the kernel refused turns io_uring off for the
+ * connection (fs/fuse/dev_uring.c: fc->io_uring = 0), so requests keep
+ * coming on /dev/fuse: transport=auto goes on there, transport=uring
+ * fails the mount.  The ring threads stay, serving whatever reaches them.
+ */
+static int init_transport(struct mqfs_daemon *d)
+{
+	struct mqfs_conn *c = &d->conn;
+	int err;
+
+	if (!(c->flags & FUSE_OVER_IO_URING)) {
+		if (d->rings.prepared)
+			snprintf(c->transport_note, sizeof(c->transport_note),
+				 "the kernel did not offer io_uring at INIT");
+		if (d->transport != MQFS_TRANSPORT_URING)
+			return 0;
+		fprintf(stderr, "mqfs: transport=uring: %s\n",
+			c->transport_note[0] ? c->transport_note
+					     : "the rings are not prepared");
+		return -EOPNOTSUPP;
+	}
+	err = mqfs_rings_start(&d->rings);
+	if (!err) {
+		c->uring = true;
+		return 0;
+	}
+	snprintf(c->transport_note, sizeof(c->transport_note),
+		 "io_uring did not start (%s)", d->rings.why);
+	if (d->transport != MQFS_TRANSPORT_URING) {
+		fprintf(stderr, "mqfs: %s: serving /dev/fuse\n",
+			c->transport_note);
+		return 0;
+	}
+	fprintf(stderr, "mqfs: transport=uring: %s\n", c->transport_note);
+	return err;
+}
+
 void mqfs_fuse_init(struct mqfs_req *r)
 {
 	const struct fuse_init_in *in = r->m.arg;
 	struct mqfs_daemon *d = r->d;
 	struct mqfs_conn *c = &d->conn;
 	struct mqfs_fuse_init_out out = { 0 };
+	char note[sizeof(c->transport_note)];
 	uint64_t granted;
 
 	if (atomic_load(&d->eng.initialized)) {
@@ -86,9 +131,12 @@ void mqfs_fuse_init(struct mqfs_req *r)
 			"needs 7.%u or later\n", in->major, in->minor,
 			MQFS_FUSE_MINOR_MIN);
 		mqfs_reply_err(r, -EPROTO);
+		mqfs_engine_init_done(&d->eng, -EPROTO);
 		return;
 	}
 	granted = init_want(d) & init_offered(r);
+	/* The note on the transport is the start-up's (main.c). */
+	memcpy(note, c->transport_note, sizeof(note));
 	*c = (struct mqfs_conn){
 		.minor = MQFS_FUSE_MINOR < in->minor ? MQFS_FUSE_MINOR
 						     : in->minor,
@@ -97,6 +145,7 @@ void mqfs_fuse_init(struct mqfs_req *r)
 		.writeback = granted & FUSE_WRITEBACK_CACHE,
 		.mmap_direct = granted & FUSE_DIRECT_IO_ALLOW_MMAP,
 	};
+	memcpy(c->transport_note, note, sizeof(note));
 	out = (struct mqfs_fuse_init_out){
 		.major = FUSE_KERNEL_VERSION, .minor = MQFS_FUSE_MINOR,
 		.max_readahead = in->max_readahead,
@@ -109,6 +158,10 @@ void mqfs_fuse_init(struct mqfs_req *r)
 	};
 	/* Requests wait for this reply, so the flags are set before it. */
 	atomic_store(&d->eng.initialized, true);
-	if (mqfs_reply(r, &out, sizeof(out)))
+	if (mqfs_reply(r, &out, sizeof(out))) {
 		fprintf(stderr, "mqfs: fuse: the INIT reply did not arrive\n");
+		mqfs_engine_init_done(&d->eng, -ENOTCONN);
+		return;
+	}
+	mqfs_engine_init_done(&d->eng, init_transport(d));
 }

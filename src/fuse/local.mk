@@ -10,6 +10,7 @@ libmqfuse_a_SOURCES = \
 	%reldir%/decode.c \
 	%reldir%/pool.c \
 	%reldir%/engine.c \
+	%reldir%/ring.c \
 	%reldir%/ioprio.c \
 	%reldir%/init.c \
 	%reldir%/reply.c \

@@ -33,8 +33,12 @@ struct mqfs_run {
 	char *mnt;			/* the mount point, resolved */
 	FILE *stats;			/* stats=PATH, opened at start */
 	bool mounted;
+	unsigned ring_depth;		/* entries per ring; 0: no rings */
 	struct mqfs_wback_stats wback;	/* at unmount, for stats= */
 };
+
+/* How long the mount waits for the kernel's INIT to be served. */
+#define RUN_INIT_WAIT_MS	30000u
 
 /* How long a mount waits for an unmounted daemon still finishing. */
 #define RUN_LOCK_WAIT_MS	5000u
@@ -67,6 +71,45 @@ static int run_open_device(struct mqfs_run *r)
 }
 
 /*
+ * Will the FUSE requests come over rings?  transport=dev: no; auto: when
+ * the kernel has io_uring on (else the reason is kept for .mqfs); uring:
+ * yes, or the mount fails here, before anything is mounted.  Sets
+ * @r->ring_depth, and the slots beyond the workers' in @extra: the
+ * rings' entries, or fuse_bufs for /dev/fuse.
+ */
+static int run_plan_transport(struct mqfs_run *r, unsigned *extra)
+{
+	const struct mqfs_config *c = &r->cfg;
+	char *note = r->d.conn.transport_note;
+	size_t size = sizeof(r->d.conn.transport_note);
+	unsigned nq = mqfs_ring_nr_queues(), depth;
+	int on = 0;
+
+	*extra = c->fuse_bufs;
+	if (c->transport == MQFS_TRANSPORT_DEV)
+		return 0;
+	on = mqfs_ring_probe(note, size);
+	depth = c->uring_depth ? c->uring_depth
+		: mqfs_ring_default_depth(c->queue.queue_depth ?
+					  c->queue.queue_depth : 128, nq);
+	if (on == 1 && (!nq || c->workers + nq * depth > 1000)) {
+		snprintf(note, size, "%u rings of %u entries exceed the 1000 "
+			 "request slots (lower uring_depth)", nq, depth);
+		on = -EINVAL;
+	}
+	if (on == 1) {
+		note[0] = '\0';
+		r->ring_depth = depth;
+		*extra = nq * depth;
+		return 0;
+	}
+	if (c->transport == MQFS_TRANSPORT_AUTO)
+		return 0;
+	fprintf(stderr, "mqfs: transport=uring: %s\n", note);
+	return on ? on : -EOPNOTSUPP;
+}
+
+/*
  * The request slots, registered with every ring of the device as one
  * fixed buffer before its queues exist: writes go out of them and reads
  * land in them without the kernel pinning pages per I/O.
@@ -75,13 +118,16 @@ static int run_engine(struct mqfs_run *r)
 {
 	struct mqfs_engine *e = &r->d.eng;
 	struct iovec iov;
+	unsigned extra;
 	int ret;
 
-	ret = mqfs_engine_init(e, r->cfg.workers, r->cfg.fuse_bufs,
-			       r->cfg.cmd.debug);
+	ret = run_plan_transport(r, &extra);
+	if (ret)
+		return ret;
+	ret = mqfs_engine_init(e, r->cfg.workers, extra, r->cfg.cmd.debug);
 	if (ret) {
 		fprintf(stderr, "mqfs: %u request buffers: %s\n",
-			r->cfg.workers + r->cfg.fuse_bufs, strerror(-ret));
+			r->cfg.workers + extra, strerror(-ret));
 		return ret;
 	}
 	iov = (struct iovec){ .iov_base = e->pool.arena,
@@ -135,10 +181,48 @@ static int run_open(struct mqfs_run *r)
 	return ret;
 }
 
+/*
+ * The rings, before the kernel's INIT is served (its reply grants
+ * io_uring only if they are there); with transport=auto a failure
+ * leaves the mount on /dev/fuse.
+ */
+static int run_rings(struct mqfs_run *r)
+{
+	struct mqfs_daemon *d = &r->d;
+	int ret;
+
+	if (!r->ring_depth)
+		return 0;
+	ret = mqfs_rings_prepare(&d->rings, d, fuse_session_fd(r->se),
+				 r->ring_depth, r->cfg.uring_pin);
+	if (!ret)
+		return 0;
+	snprintf(d->conn.transport_note, sizeof(d->conn.transport_note),
+		 "no rings: %s", d->rings.why);
+	fprintf(stderr, "mqfs: %s%s\n", d->conn.transport_note,
+		d->transport == MQFS_TRANSPORT_URING ? "" :
+		": serving /dev/fuse");
+	return d->transport == MQFS_TRANSPORT_URING ? ret : 0;
+}
+
+/* What serves the requests, for the -f start-up line. */
+static void run_describe_transport(struct mqfs_run *r, char *buf, size_t size)
+{
+	const struct mqfs_daemon *d = &r->d;
+
+	if (d->conn.uring)
+		snprintf(buf, size, "io_uring, %u rings of %u entries",
+			 d->rings.nr_queues, d->rings.depth);
+	else
+		snprintf(buf, size, "/dev/fuse%s%s%s", d->conn.transport_note[0]
+			 ? " (" : "", d->conn.transport_note,
+			 d->conn.transport_note[0] ? ")" : "");
+}
+
 /* The FUSE mount, its writeback limits, and the workers serving it. */
 static int run_mount(struct mqfs_run *r)
 {
-	char bdi[160];
+	char bdi[160], how[224];
 	int ret;
 
 	/* Resolved now: once mounted, a stat of it waits for the workers. */
@@ -160,17 +244,36 @@ static int run_mount(struct mqfs_run *r)
 	 * the space; INIT, which grants it, comes later. */
 	if (r->d.cache == MQFS_CACHE_KERNEL)
 		mqfs_bdi_follow(&r->d.bdi, mqfs_daemon_free_bytes(&r->d));
-	ret = mqfs_engine_start(&r->d.eng, &r->d, fuse_session_fd(r->se));
+	ret = run_rings(r);
 	if (ret)
+		return ret;
+	ret = mqfs_engine_start(&r->d.eng, &r->d, fuse_session_fd(r->se));
+	if (ret) {
 		fprintf(stderr, "mqfs: cannot start the FUSE workers: %s\n",
 			strerror(-ret));
-	else if (r->cfg.cmd.foreground) {
-		mqfs_bdi_describe(&r->d.bdi, bdi, sizeof(bdi));
-		fprintf(stderr, "mqfs: %s on %s: up to %u workers, %u request "
-			"buffers, writeback limits: %s\n", r->cfg.device,
-			r->mnt, r->d.eng.max_workers, r->d.eng.pool.nr, bdi);
+		return ret;
 	}
-	return ret;
+	/* The mount is up when INIT is answered and the transport chosen. */
+	ret = mqfs_engine_wait_init(&r->d.eng, RUN_INIT_WAIT_MS);
+	if (ret == -ETIMEDOUT) {
+		fprintf(stderr, "mqfs: %s: no FUSE INIT from the kernel in %u "
+			"s\n", r->mnt, RUN_INIT_WAIT_MS / 1000);
+		return ret;
+	}
+	if (ret) {
+		fprintf(stderr, "mqfs: %s: the FUSE connection did not start: "
+			"%s\n", r->mnt, strerror(-ret));
+		return ret;
+	}
+	if (r->cfg.cmd.foreground) {
+		mqfs_bdi_describe(&r->d.bdi, bdi, sizeof(bdi));
+		run_describe_transport(r, how, sizeof(how));
+		fprintf(stderr, "mqfs: %s on %s: transport %s; up to %u "
+			"workers, %u request buffers, writeback limits: %s\n",
+			r->cfg.device, r->mnt, how, r->d.eng.max_workers,
+			r->d.eng.pool.nr, bdi);
+	}
+	return 0;
 }
 
 /* The libfuse unmount: lazy, as fusermount3 -u -z. */

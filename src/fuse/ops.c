@@ -963,6 +963,8 @@ void mqfs_daemon_init(struct mqfs_daemon *d, const struct mqfs_config *cfg)
 		.max_background = qd < 16 ? 16 : qd > 1024 ? 1024 : qd,
 	};
 	d->eng.done_fd = -1;
+	d->transport = cfg->transport;
+	mqfs_rings_init(&d->rings);
 	mqfs_bdi_init(&d->bdi, cfg->bdi_max_ratio);
 	mqfs_ioprio_init(&d->ioprio, NULL, NULL);
 }
@@ -970,6 +972,7 @@ void mqfs_daemon_init(struct mqfs_daemon *d, const struct mqfs_config *cfg)
 void mqfs_daemon_destroy(struct mqfs_daemon *d)
 {
 	mqfs_ctl_destroy(&d->ctl);
+	mqfs_rings_destroy(&d->rings);
 	mqfs_engine_destroy(&d->eng);
 	mqfs_bdi_destroy(&d->bdi);
 	mqfs_ioprio_destroy(&d->ioprio);

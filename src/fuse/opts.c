@@ -41,8 +41,9 @@ struct opts_raw {
 	char *sched, *queue_depth, *nr_requests, *nr_hw_queues, *plug;
 	char *complete_delay_us, *cache, *errors, *meta_cache, *commit;
 	char *stats, *dontcache_dirty, *fuse_bufs, *bdi_max_ratio;
+	char *transport, *uring_depth;
 	char *tunables[MQFS_MAX_TUNABLES];
-	int sqpoll, ro, fsname;
+	int sqpoll, uring_pin, ro, fsname;
 	char *device;
 };
 
@@ -65,6 +66,9 @@ static const struct fuse_opt raw_opts[] = {
 	RAW("stats=%s", stats),
 	RAW("fuse_bufs=%s", fuse_bufs),
 	RAW("bdi_max_ratio=%s", bdi_max_ratio),
+	RAW("transport=%s", transport),
+	RAW("uring_depth=%s", uring_depth),
+	RAW("uring_pin", uring_pin),
 	RAW("sqpoll", sqpoll),
 	/* Kept for the kernel too: the mount itself is read-only. */
 	FUSE_OPT_KEY("ro", KEY_RO),
@@ -150,7 +154,8 @@ static void raw_free(struct opts_raw *raw)
 			  &raw->complete_delay_us, &raw->cache, &raw->errors,
 			  &raw->meta_cache, &raw->commit, &raw->stats,
 			  &raw->dontcache_dirty, &raw->fuse_bufs,
-			  &raw->bdi_max_ratio, &raw->device };
+			  &raw->bdi_max_ratio, &raw->transport,
+			  &raw->uring_depth, &raw->device };
 
 	for (size_t i = 0; i < sizeof(strs) / sizeof(strs[0]); i++)
 		free(*strs[i]);
@@ -303,6 +308,32 @@ static int check_queue(const struct opts_raw *raw, struct mqfs_config *cfg)
 }
 
 /*
+ * transport= (MQFS_TRANSPORT in the environment when not given: the
+ * test suite runs every script on each) and uring_depth=, entries per
+ * ring: each is a request slot of 1 MiB + 8 KiB, pinned as the device's
+ * fixed buffer, so the pool's 1,000-slot bound covers them all.
+ */
+static int check_transport(const struct opts_raw *raw, struct mqfs_config *cfg)
+{
+	/* In the order of enum mqfs_transport. */
+	static const char *const names[] = { "auto", "uring", "dev" };
+	const char *t = raw->transport ? raw->transport
+				       : getenv("MQFS_TRANSPORT");
+	unsigned which = 0;
+	int bad;
+
+	if (t && !*t)
+		t = NULL;
+	bad = !!opt_choice(raw->transport ? "transport" : "MQFS_TRANSPORT",
+			   t, names, 3, &which);
+	cfg->transport = (enum mqfs_transport)which;
+	bad += !!opt_uint("uring_depth", raw->uring_depth, 1, 256,
+			  &cfg->uring_depth);
+	cfg->uring_pin = raw->uring_pin;
+	return bad;
+}
+
+/*
  * The FUSE side: workers (libfuse's -s and max_threads), request buffers
  * beyond the workers' own (each 1 MiB + 8 KiB, pinned: the requests in
  * flight at once), the writeback limits.
@@ -318,7 +349,7 @@ static int check_fuse(const struct opts_raw *raw, struct mqfs_config *cfg)
 	cfg->bdi_max_ratio = MQFS_DEFAULT_BDI_MAX_RATIO;
 	bad += !!opt_uint("bdi_max_ratio", raw->bdi_max_ratio, 0, 100,
 			  &cfg->bdi_max_ratio);
-	return bad;
+	return bad + check_transport(raw, cfg);
 }
 
 /* The filesystem and the cache mode; 0 or the number of bad options. */
@@ -408,6 +439,12 @@ static void usage(FILE *f)
 "                               (cache=kernel), 0 keeps the kernel's 1%%\n"
 "                               strict limit, 0-100 [" MQ_STR(MQFS_DEFAULT_BDI_MAX_RATIO) "]\n"
 "  -o max_threads=N, -s         FUSE worker threads [10], one\n"
+"  -o transport=auto|uring|dev  FUSE over io_uring (one ring per CPU) or\n"
+"                               /dev/fuse; auto takes io_uring when the\n"
+"                               kernel offers it [auto]\n"
+"  -o uring_depth=N             requests per ring, 1-256, 1 MiB + 8 KiB\n"
+"                               pinned each [queue_depth/CPUs, 8-32]\n"
+"  -o uring_pin                 ring thread N runs on CPU N only [off]\n"
 "default_permissions is always on: the kernel checks access.\n"
 "\n");
 }

@@ -93,6 +93,11 @@ static void pool_push(struct mqfs_pool *p, struct mqfs_req *r)
 	} while (!atomic_compare_exchange_weak(&p->head, &old, new));
 }
 
+struct mqfs_req *mqfs_pool_try_get(struct mqfs_pool *p)
+{
+	return pool_pop(p);
+}
+
 struct mqfs_req *mqfs_pool_get(struct mqfs_pool *p)
 {
 	struct mqfs_req *r = pool_pop(p);

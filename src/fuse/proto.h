@@ -88,6 +88,50 @@ _Static_assert(FUSE_COMPAT_SETXATTR_IN_SIZE == 8 &&
 	       offsetof(struct fuse_setxattr_in, flags) == 4, "setxattr_in");
 _Static_assert(sizeof(struct fuse_statfs_out) == 80, "fuse_statfs_out");
 
+/*
+ * FUSE over io_uring (7.42, merged in 6.14: the "fuse update for 6.14"
+ * pull): the structs of the kernel's uapi (include/uapi/linux/fuse.h),
+ * absent from Debian 12's <linux/fuse.h>.  Byte-identical 6.14 to 6.18.
+ */
+enum {
+	MQFS_FUSE_URING_CMD_REGISTER		= 1,
+	MQFS_FUSE_URING_CMD_COMMIT_AND_FETCH	= 2,
+};
+
+#define MQFS_FUSE_URING_IN_OUT_SZ	128
+#define MQFS_FUSE_URING_OP_IN_SZ	128
+
+/* Per request, in the entry's header buffer (both directions). */
+struct mqfs_fuse_uring_ent_in_out {
+	uint64_t flags;
+	uint64_t commit_id;		/* the request's unique */
+	uint32_t payload_sz;		/* bytes used in the payload buffer */
+	uint32_t padding;
+	uint64_t reserved;
+};
+
+/* The header buffer of an entry (iov[0] of REGISTER). */
+struct mqfs_fuse_uring_req_header {
+	char in_out[MQFS_FUSE_URING_IN_OUT_SZ];	/* fuse_in/out_header */
+	char op_in[MQFS_FUSE_URING_OP_IN_SZ];	/* the opcode's struct */
+	struct mqfs_fuse_uring_ent_in_out ring_ent_in_out;
+};
+
+/* In the SQE's command area (IORING_SETUP_SQE128). */
+struct mqfs_fuse_uring_cmd_req {
+	uint64_t flags;
+	uint64_t commit_id;
+	uint16_t qid;
+	uint8_t padding[6];
+};
+
+_Static_assert(sizeof(struct mqfs_fuse_uring_ent_in_out) == 32,
+	       "fuse_uring_ent_in_out");
+_Static_assert(sizeof(struct mqfs_fuse_uring_req_header) == 288,
+	       "fuse_uring_req_header");
+_Static_assert(sizeof(struct mqfs_fuse_uring_cmd_req) == 24,
+	       "fuse_uring_cmd_req");
+
 /* Bytes before a WRITE's data: the kernel copies it right after these. */
 #define MQFS_FUSE_WRITE_HDR	(sizeof(struct fuse_in_header) + \
 				 sizeof(struct fuse_write_in))

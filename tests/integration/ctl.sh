@@ -179,6 +179,7 @@ t_say "mqfsctl"
 [ "$(sed '/^$/q' "$T_DIR/ctl.out" | grep -c .)" = 3 ] ||
 	t_fail "mqfsctl stat: $(cat "$T_DIR/ctl.out")"
 grep -q 'r_await' "$T_DIR/ctl.out" || t_fail "mqfsctl stat: no header"
+grep -q '^FUSE transport: ' "$T_DIR/ctl.out" || t_fail "mqfsctl stat: no transport"
 if [ -e "$Q/iosched/prio_stat" ]; then
 	grep -q '^IDLE [0-9]' "$T_DIR/ctl.out" ||
 		t_fail "mqfsctl stat: no priority counts"

@@ -9,7 +9,10 @@
 # for the device).  The I/O completes into its slot later; the mount
 # keeps serving (the same file reads back whole once the throttle is
 # lifted), .mqfs/fuse/stat counts the interrupt, the daemon exits 0 and
-# the image is fsck-clean.  Skipped (77) where no block cgroup can
+# the image is fsck-clean.  On FUSE over io_uring (MQFS_TRANSPORT=uring,
+# uring.sh) a read cannot be answered before its I/O ends (ring.c): the
+# reader goes when the throttle is lifted, and the INTERRUPT is still
+# counted.  Skipped (77) where no block cgroup can
 # throttle the image's device (cgroup v1 blkio or v2 io).
 . "$(dirname "$0")/lib.sh"
 t_init
@@ -65,10 +68,23 @@ reader=$!
 sleep 0.5
 t_alive "$reader" || t_fail "the throttled read did not wait (throttle ineffective?)"
 kill -9 "$reader"
-t_wait_exit "$reader" 30 || t_fail "the killed reader still waits after 3 s"
-wait "$reader" 2>/dev/null
-cancelled=$(awk '$1 == "cancelled" { print $2 }' "$T_MNT/.mqfs/fuse/stat")
-[ "${cancelled:-0}" -ge 1 ] || t_fail "no request was answered by an interrupt"
+stat_of() { awk -v k="$1" '$1 == k { print $2 }' "$T_MNT/.mqfs/fuse/stat"; }
+if grep -qx 'transport uring' "$T_MNT/.mqfs/fuse/conn"; then
+	# A ring entry's buffers are the kernel's again once it is answered,
+	# and the device still reads into them: the read runs to its end.
+	sleep 1
+	t_alive "$reader" || t_fail "uring: the read was answered before its I/O"
+	echo "$T_CG_OFF" >"$T_CG_SET" || t_fail "cannot lift the throttle"
+	t_wait_exit "$reader" 30 || t_fail "uring: the killed reader still waits"
+	wait "$reader" 2>/dev/null
+	[ "$(stat_of interrupts)" -ge 1 ] || t_fail "uring: no INTERRUPT came"
+	cancelled="none, transport uring: at its I/O's end"
+else
+	t_wait_exit "$reader" 30 || t_fail "the killed reader still waits after 3 s"
+	wait "$reader" 2>/dev/null
+	cancelled=$(stat_of cancelled)
+	[ "${cancelled:-0}" -ge 1 ] || t_fail "no request was answered by an interrupt"
+fi
 
 echo "$T_CG_OFF" >"$T_CG_SET" || t_fail "cannot lift the throttle"
 cmp "$T_MNT/f" "$T_DIR/data" || t_fail "the file reads back wrong"

@@ -151,6 +151,7 @@ t_cleanup() {
 	[ -z "$T_BGMNT" ] || t_force_unmount "$T_BGMNT"
 	t_kill_daemon "$T_PID"
 	[ -z "$T_PID" ] || wait "$T_PID" 2>/dev/null
+	[ -z "$T_URING_OLD" ] || echo "$T_URING_OLD" >"$T_URING_PARAM"
 	if [ -n "$T_DIR" ]; then
 		if t_is_mounted "$T_MNT"; then
 			t_say "$T_MNT is still mounted: $T_DIR left behind"
@@ -222,6 +223,26 @@ t_fsck() {
 		cat "$T_DIR/fsck.out"
 		t_fail "fsck.mqfs -n -f: exit $rc"
 	}
+}
+
+# FUSE over io_uring on for this script (exit 77 where the kernel has
+# none), the old value put back by the cleanup.  Scripts that change the
+# parameter hold a lock for their whole run: make -j check may run them
+# side by side, and the kernel reads the value at each mount's INIT.
+T_URING_PARAM=/sys/module/fuse/parameters/enable_uring
+T_URING_OLD=''
+t_uring_on() {
+	[ -w "$T_URING_PARAM" ] ||
+		t_skip "no FUSE over io_uring in this kernel ($T_URING_PARAM)"
+	command -v flock >/dev/null || t_fail "flock is needed"
+	exec 9>"${TMPDIR:-/var/tmp}/mqfs-enable-uring.lock"
+	flock 9 || t_fail "flock"
+	T_URING_OLD=$(cat "$T_URING_PARAM")
+	t_uring_set Y
+}
+
+t_uring_set() {
+	echo "$1" >"$T_URING_PARAM" || t_fail "cannot write $T_URING_PARAM"
 }
 
 # t_py ARGS... <<EOF: a Python check; its failure fails the script.

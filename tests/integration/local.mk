@@ -25,6 +25,8 @@ FUSE_INTEGRATION_TESTS = \
 	tests/integration/exclusive.sh \
 	tests/integration/crash.sh \
 	tests/integration/ionice.sh \
+	tests/integration/transport.sh \
+	tests/integration/uring.sh \
 	tests/integration/tools-mkfs.sh \
 	tests/integration/tools-fsck.sh
 

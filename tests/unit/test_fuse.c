@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 /*
  * test_fuse.c - the FUSE engine's parts that need no kernel (src/fuse):
- * the decoder on crafted and on damaged messages (every opcode's
+ * the decoder on crafted and on damaged messages, whole and split over a
+ * ring entry's buffers (every opcode's
  * layout, short headers, lengths that disagree, names without their
  * NUL, data shorter than announced, extensions, opcodes not served; and
  * a few hundred thousand random damages of valid messages, each either
@@ -72,6 +73,144 @@ static int dec(struct msg *m, struct mqfs_fuse_msg *out)
 }
 
 /* ---- the decoder ------------------------------------------------------------ */
+
+/*
+ * A request as the kernel puts it on a ring entry: the header in in_out,
+ * the first argument (@arg, @arg_len) in op_in, the rest in @payload.
+ */
+struct ring_msg {
+	struct mqfs_fuse_uring_req_header hdr;
+	_Alignas(8) char payload[8192];
+};
+
+static void ring_msg(struct ring_msg *rm, uint32_t opcode, const void *arg,
+		     size_t arg_len, const void *rest, size_t rest_len)
+{
+	struct fuse_in_header h = { .opcode = opcode, .unique = 77,
+				    .nodeid = 3 };
+
+	memset(rm, 0, sizeof(*rm));
+	h.len = (uint32_t)(sizeof(h) + arg_len + rest_len);
+	memcpy(rm->hdr.in_out, &h, sizeof(h));
+	memcpy(rm->hdr.op_in, arg, arg_len);
+	memcpy(rm->payload, rest, rest_len);
+	rm->hdr.ring_ent_in_out.payload_sz = (uint32_t)rest_len;
+	rm->hdr.ring_ent_in_out.commit_id = 77;
+}
+
+static int dec_ring(struct ring_msg *rm, struct mqfs_fuse_msg *out)
+{
+	return mqfs_fuse_decode_ring(&rm->hdr, rm->payload,
+				     sizeof(rm->payload), out);
+}
+
+/* Does [@p, @p + @n) lie in @rm's payload or its op_in? */
+static bool ring_inside(const struct ring_msg *rm, const void *p, size_t n)
+{
+	const char *c = p;
+
+	return (c >= rm->payload && c + n <= rm->payload + sizeof(rm->payload)) ||
+	       (c >= rm->hdr.op_in && c + n <= rm->hdr.op_in +
+						sizeof(rm->hdr.op_in));
+}
+
+/* Random bytes of the header fields and the names: refused, or every
+ * pointer of the result inside the entry's buffers. */
+static void ring_damage(struct ring_msg *rm)
+{
+	static const size_t spots[] = { 0, 4, 32, 128, 144, 272, 288 };
+	struct fuse_write_in w = { .size = 64 };
+	struct mqfs_fuse_msg m;
+	char data[64] = "old";
+	unsigned seed = 1;
+
+	for (unsigned i = 0; i < 50000; i++) {
+		uint32_t op = i % 3 ? FUSE_WRITE : FUSE_RENAME2;
+		size_t at = spots[rand_r(&seed) % MQ_ARRAY_SIZE(spots)] +
+			    (size_t)(rand_r(&seed) % 16);
+
+		ring_msg(rm, op, &w, sizeof(w), data, sizeof(data));
+		((char *)rm)[at] = (char)rand_r(&seed);
+		if (dec_ring(rm, &m))
+			continue;
+		for (int k = 0; k < 2; k++)
+			ck_assert(!m.name[k] || ring_inside(rm, m.name[k],
+						strlen(m.name[k]) + 1));
+		ck_assert(!m.data || ring_inside(rm, m.data, m.data_len));
+	}
+}
+
+/*
+ * The ring's split: the opcode's struct from op_in, names and data from
+ * the payload's start (a WRITE's data on the payload's first byte: page
+ * aligned in a slot); lengths that disagree are refused.
+ */
+START_TEST(test_decode_ring)
+{
+	struct fuse_write_in w = { .fh = 7, .offset = 4096, .size = 100 };
+	struct fuse_rename2_in rn = { .newdir = 9 };
+	uint32_t sx[2] = { 5, 0 };
+	struct fuse_read_in rd = { .size = 4096 };
+	char data[100], names[] = "old\0new", xattr[] = "user.x\0value";
+	struct mqfs_fuse_msg m;
+	static struct ring_msg rm;
+
+	ring_msg(&rm, FUSE_LOOKUP, NULL, 0, "name", 5);
+	ck_assert_int_eq(dec_ring(&rm, &m), 0);
+	ck_assert_ptr_null(m.arg);
+	ck_assert_ptr_eq(m.name[0], rm.payload);
+	ck_assert_uint_eq(m.h->unique, 77);
+
+	memset(data, 'd', sizeof(data));
+	ring_msg(&rm, FUSE_WRITE, &w, sizeof(w), data, sizeof(data));
+	ck_assert_int_eq(dec_ring(&rm, &m), 0);
+	ck_assert_ptr_eq(m.arg, rm.hdr.op_in);
+	ck_assert_ptr_eq(m.data, rm.payload);
+	ck_assert_uint_eq(m.data_len, 100);
+
+	ring_msg(&rm, FUSE_RENAME2, &rn, sizeof(rn), names, sizeof(names));
+	ck_assert_int_eq(dec_ring(&rm, &m), 0);
+	ck_assert_str_eq(m.name[0], "old");
+	ck_assert_str_eq(m.name[1], "new");
+
+	ring_msg(&rm, FUSE_SETXATTR, sx, sizeof(sx), xattr, sizeof(xattr) - 1);
+	ck_assert_int_eq(dec_ring(&rm, &m), 0);
+	ck_assert_str_eq(m.name[0], "user.x");
+	ck_assert(m.data_len == 5 && !memcmp(m.data, "value", 5));
+
+	ring_msg(&rm, FUSE_READ, &rd, sizeof(rd), NULL, 0);
+	ck_assert_int_eq(dec_ring(&rm, &m), 0);
+	ck_assert_uint_eq(m.arg_len, sizeof(rd));
+
+	/* Write data shorter than announced; a name without its NUL. */
+	w.size = 101;
+	ring_msg(&rm, FUSE_WRITE, &w, sizeof(w), data, sizeof(data));
+	ck_assert_int_eq(dec_ring(&rm, &m), -EIO);
+	ring_msg(&rm, FUSE_LOOKUP, NULL, 0, "name", 4);
+	ck_assert_int_eq(dec_ring(&rm, &m), -EIO);
+	/* A first argument shorter than the opcode's struct. */
+	ring_msg(&rm, FUSE_READ, &rd, sizeof(rd) - 1, NULL, 0);
+	ck_assert_int_eq(dec_ring(&rm, &m), -EIO);
+	/* payload_sz past the buffer, or more than the header counts. */
+	ring_msg(&rm, FUSE_LOOKUP, NULL, 0, "name", 5);
+	rm.hdr.ring_ent_in_out.payload_sz = sizeof(rm.payload) + 1;
+	ck_assert_int_eq(dec_ring(&rm, &m), -EIO);
+	ring_msg(&rm, FUSE_LOOKUP, NULL, 0, "name", 5);
+	((struct fuse_in_header *)rm.hdr.in_out)->len = 40 + 4;
+	ck_assert_int_eq(dec_ring(&rm, &m), -EIO);
+	/* A header that claims more than op_in holds. */
+	ring_msg(&rm, FUSE_READ, &rd, sizeof(rd), NULL, 0);
+	((struct fuse_in_header *)rm.hdr.in_out)->len = 40 + 129;
+	ck_assert_int_eq(dec_ring(&rm, &m), -EIO);
+	/* Extensions longer than the payload; an opcode not served. */
+	ring_msg(&rm, FUSE_LOOKUP, NULL, 0, "name", 5);
+	((struct fuse_in_header *)rm.hdr.in_out)->total_extlen = 1;
+	ck_assert_int_eq(dec_ring(&rm, &m), -EIO);
+	ring_msg(&rm, FUSE_IOCTL, &rd, sizeof(rd), NULL, 0);
+	ck_assert_int_eq(dec_ring(&rm, &m), -ENOSYS);
+	ring_damage(&rm);
+}
+END_TEST
 
 START_TEST(test_decode_layouts)
 {
@@ -560,9 +699,11 @@ START_TEST(test_options)
 		"idle_depth=", "fifo_batch", "sched=none,read_expire=10",
 		"cache=fast", "queue_depth=0", "queue_depth=4097",
 		"dontcache_dirty=1K", "errors=panic", "fuse_bufs=0",
+		"transport=fast", "uring_depth=0", "uring_depth=257",
 	};
 	struct mqfs_config cfg;
 
+	unsetenv("MQFS_TRANSPORT");	/* the suite's choice for the mounts */
 	ck_assert_int_eq(t_parse("read_expire=250,idle_depth=0,cache=none,"
 				 "queue_depth=64,read_expire=300", &cfg), 0);
 	ck_assert_str_eq(cfg.device, "img");
@@ -575,7 +716,25 @@ START_TEST(test_options)
 	mqfs_config_free(&cfg);
 	ck_assert_int_eq(t_parse(NULL, &cfg), 0);
 	ck_assert_int_eq(cfg.cache, MQFS_CACHE_KERNEL);
+	ck_assert_int_eq(cfg.transport, MQFS_TRANSPORT_AUTO);
+	ck_assert(!cfg.uring_depth && !cfg.uring_pin);
 	mqfs_config_free(&cfg);
+	ck_assert_int_eq(t_parse("transport=uring,uring_depth=16,uring_pin",
+				 &cfg), 0);
+	ck_assert_int_eq(cfg.transport, MQFS_TRANSPORT_URING);
+	ck_assert(cfg.uring_depth == 16 && cfg.uring_pin);
+	mqfs_config_free(&cfg);
+	/* The environment's default, which the option overrides. */
+	setenv("MQFS_TRANSPORT", "dev", 1);
+	ck_assert_int_eq(t_parse(NULL, &cfg), 0);
+	ck_assert_int_eq(cfg.transport, MQFS_TRANSPORT_DEV);
+	mqfs_config_free(&cfg);
+	ck_assert_int_eq(t_parse("transport=auto", &cfg), 0);
+	ck_assert_int_eq(cfg.transport, MQFS_TRANSPORT_AUTO);
+	mqfs_config_free(&cfg);
+	setenv("MQFS_TRANSPORT", "bogus", 1);
+	ck_assert_int_eq(t_parse(NULL, &cfg), -EINVAL);
+	unsetenv("MQFS_TRANSPORT");
 	for (size_t i = 0; i < MQ_ARRAY_SIZE(bad); i++)
 		ck_assert_msg(t_parse(bad[i], &cfg) == -EINVAL, "took %s",
 			      bad[i]);
@@ -691,6 +850,7 @@ static Suite *fuse_suite(void)
 	tcase_add_test(tc, test_decode_layouts);
 	tcase_add_test(tc, test_decode_refuses);
 	tcase_add_test(tc, test_decode_damage);
+	tcase_add_test(tc, test_decode_ring);
 	tcase_add_test(tc, test_pool);
 	tcase_add_test(tc, test_replies);
 	tcase_add_test(tc, test_cancellable_once);

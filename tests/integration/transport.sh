@@ -1,0 +1,125 @@
+#!/bin/sh
+# SPDX-License-Identifier: MIT
+# The FUSE transports: what transport=auto|uring|dev takes with FUSE
+# over io_uring off and on (.mqfs/fuse/conn says, the -f line says), a
+# ring that cannot register (MQFS_FAULT_RING_REGISTER: its payload buffer
+# too small, the kernel refuses it) ending the mount with a clear error
+# under uring and on /dev/fuse under auto, and the rings' teardown: an
+# umount -f (the connection aborted) and a SIGKILLed daemon while fio runs, a remount at
+# once (fsck clean after), and mount/unmount cycles that leave no ring
+# thread and no FUSE connection behind.  Skipped (77) where the kernel
+# has no FUSE over io_uring.
+. "$(dirname "$0")/lib.sh"
+t_init
+command -v fio >/dev/null || t_skip "fio is not installed"
+t_uring_on
+unset MQFS_TRANSPORT
+t_mkfs 512M
+conn() { cat "$T_MNT/.mqfs/fuse/conn"; }
+transport_is() {
+	conn | grep -qx "transport $1" ||
+		t_fail "$2: want transport $1, got: $(conn | tr '\n' ' ')"
+}
+# FUSE connections alive (fusectl's directory, where it is mounted).
+nconns() { ls /sys/fs/fuse/connections 2>/dev/null | wc -l; }
+# mqfs -f with @opts must fail (exit 1) within 20 s, mounting nothing.
+mount_fails() {
+	what=$1
+	shift
+	timeout 20 "$@" >"$T_DIR/fail.log" 2>&1
+	rc=$?
+	[ "$rc" = 1 ] || { cat "$T_DIR/fail.log"; t_fail "$what: exit $rc, want 1"; }
+	! t_is_mounted "$T_MNT" || t_fail "$what: left a mount"
+}
+
+# ---- off: auto takes /dev/fuse and says why; uring refuses -----------------
+t_uring_set N
+t_mount -o transport=auto
+transport_is dev "auto, io_uring off"
+conn | grep -q '^transport_note .*enable_uring' || t_fail "no note on enable_uring"
+echo data >"$T_MNT/a"
+t_umount
+mount_fails "uring, io_uring off" "$MQFS" "$T_IMG" "$T_MNT" -f -o transport=uring
+grep -q 'enable_uring' "$T_DIR/fail.log" || t_fail "the error does not say how"
+
+# ---- on: auto and uring take the rings, dev stays on /dev/fuse --------------
+t_uring_set Y
+base=$(nconns)
+t_mount -o transport=auto
+transport_is uring "auto, io_uring on"
+nq=$(grep '^ring_queues ' "$T_MNT/.mqfs/fuse/conn" | cut -d' ' -f2)
+[ -n "$nq" ] && [ "$nq" -ge 1 ] || t_fail "ring_queues: '$nq'"
+grep -q "transport io_uring, $nq rings" "$T_LOG" || t_fail "the -f line does not say io_uring"
+[ "$(cat "$T_MNT/a")" = data ] || t_fail "data over the rings"
+grep -q '^ring_requests [1-9]' "$T_MNT/.mqfs/fuse/stat" || t_fail "no ring requests counted"
+t_umount
+t_mount -o transport=dev
+transport_is dev "dev, io_uring on"
+grep -q '^transport_note' "$T_MNT/.mqfs/fuse/conn" && t_fail "dev chosen: no note wanted"
+t_umount
+
+# ---- a queue that cannot register -------------------------------------------
+for q in 0 $((nq - 1)); do
+	MQFS_FAULT_RING_REGISTER=$q mount_fails "uring, queue $q refused" \
+		"$MQFS" "$T_IMG" "$T_MNT" -f -o transport=uring
+	grep -q "queue $q: REGISTER" "$T_DIR/fail.log" ||
+		{ cat "$T_DIR/fail.log"; t_fail "the error does not name queue $q"; }
+done
+MQFS_FAULT_RING_REGISTER=0 t_mount -o transport=auto
+transport_is dev "auto, a queue refused"
+conn | grep -q '^transport_note io_uring did not start' || t_fail "no note on the refusal"
+echo more >"$T_MNT/b"
+[ "$(cat "$T_MNT/b")" = more ] || t_fail "data after the fallback"
+t_umount
+t_fsck
+
+# ---- teardown under load ------------------------------------------------------
+fio_bg() {
+	fio --name=load --filename="$T_MNT/load" --size=64M --rw=randrw \
+		--bs=4k --iodepth=16 --ioengine=io_uring --direct=1 \
+		--runtime=30 --time_based >"$T_DIR/fio.log" 2>&1 &
+	T_FIO=$!
+	sleep 1
+	t_alive "$T_FIO" || { cat "$T_DIR/fio.log"; t_fail "fio did not start"; }
+}
+fio_gone() {
+	i=0
+	while t_alive "$T_FIO"; do
+		[ "$i" -lt 100 ] || { kill -9 "$T_FIO"; t_fail "fio hangs after $1"; }
+		sleep 0.1
+		i=$((i + 1))
+	done
+	wait "$T_FIO" 2>/dev/null
+}
+t_mount -o transport=uring
+fio_bg
+umount -f "$T_MNT" 2>/dev/null	# aborts the connection (EBUSY: fio is in it)
+fio_gone "umount -f"
+t_wait_exit "$T_PID" 100 || t_fail "daemon still running after the abort"
+wait "$T_PID"
+T_PID=
+t_force_unmount "$T_MNT"
+t_fsck
+
+t_mount -o transport=uring
+fio_bg
+kill -9 "$T_PID"
+fio_gone "the daemon was killed"
+t_drop_dead_mount
+t_mount -o transport=uring		# at once: the journal is replayed
+transport_is uring "after a SIGKILL"
+[ "$(cat "$T_MNT/b")" = more ] || t_fail "data after the SIGKILL"
+t_umount
+t_fsck
+
+# ---- cycles: no ring thread, no connection left ---------------------------------
+for i in $(seq 1 15); do
+	t_mount -o transport=uring
+	ls "$T_MNT" >/dev/null
+	t_umount
+done
+left=$(ps -eLo comm | grep -c '^mqfs-ring') || true
+[ "$left" = 0 ] || t_fail "$left ring threads left after the cycles"
+[ "$(nconns)" = "$base" ] || t_fail "FUSE connections: $(nconns), $base before"
+t_fsck
+t_say "ok"
