@@ -107,6 +107,7 @@ class Cleanup:
 
     def __init__(self):
         self.daemons, self.mounts, self.loops, self.worktrees = [], [], [], []
+        self.restore = []	# (path, value): written back at exit
         signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
         signal.signal(signal.SIGHUP, lambda *_: sys.exit(129))
 
@@ -146,4 +147,7 @@ class Cleanup:
             subprocess.run(['git', '-C', TOP, 'worktree', 'remove', '-f', w],
                            stdout=subprocess.DEVNULL,
                            stderr=subprocess.DEVNULL)
+        for path, value in reversed(self.restore):
+            with open(path, 'w') as f:
+                f.write(value + '\n')
         return False
