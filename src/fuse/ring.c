@@ -68,19 +68,11 @@
 #define RING_RETRY_NS	(1000 * 1000)
 #define RING_MAX_RETRIES 2000
 
-enum ring_ent_state {
-	ENT_IDLE,		/* not registered */
-	ENT_KERNEL,		/* REGISTER or COMMIT submitted */
-	ENT_USER,		/* holds a request */
-	ENT_DEAD,		/* the kernel let it go (-ENOTCONN, ...) */
-};
-
 struct mqfs_ring_ent {
 	struct mqfs_ring_queue *q;
 	struct mqfs_req *r;		/* its slot */
 	struct mqfs_fuse_uring_req_header *hdr;	/* = r->mem */
 	struct iovec iov[2];		/* header, payload: REGISTER's */
-	enum ring_ent_state state;	/* the ring thread's */
 	bool registering;		/* its SQE is a REGISTER */
 	unsigned retries;
 	bool replied;			/* mqfs_ring_fill ran */
@@ -96,6 +88,7 @@ struct mqfs_ring_queue {
 	unsigned qid;
 	bool ring_ok, thread_ok, lock_ok;
 	bool reported;			/* to mqfs_rings_start, under rs->lock */
+	bool refused;			/* a REGISTER failed (the ring thread's) */
 	struct io_uring ring;
 	pthread_t thread;
 	struct mqfs_ring_ent *ents;
@@ -200,7 +193,6 @@ static void ring_prep_cmd(struct mqfs_ring_queue *q, struct mqfs_ring_ent *e,
 		atomic_fetch_add(&q->commits, 1);
 	}
 	e->registering = op == MQFS_FUSE_URING_CMD_REGISTER;
-	e->state = ENT_KERNEL;
 	io_uring_sqe_set_data(sqe, e);
 }
 
@@ -319,7 +311,6 @@ static void ring_serve(struct mqfs_ring_ent *e)
 	struct mqfs_req *r = e->r;
 	int err;
 
-	e->state = ENT_USER;
 	e->replied = false;
 	e->unique = e->hdr->ring_ent_in_out.commit_id;
 	r->d = rs->d;
@@ -367,9 +358,10 @@ static void ring_failed(struct mqfs_ring_queue *q, struct mqfs_ring_ent *e,
 		pthread_mutex_unlock(&q->sq_lock);
 		return;
 	}
-	e->state = ENT_DEAD;
-	if (e->registering && !atomic_load(&q->rs->registered))
+	if (e->registering && !atomic_load(&q->rs->registered)) {
+		q->refused = true;
 		ring_report(q, res);
+	}
 	else if (res != -ENOTCONN && res != -ECONNABORTED &&
 		 res != -ECANCELED && !atomic_load(&q->rs->stopping))
 		fprintf(stderr, "mqfs: fuse: ring %u: %s: %s\n", q->qid,
@@ -430,10 +422,7 @@ static int ring_register(struct mqfs_ring_queue *q)
 		pthread_mutex_unlock(&q->sq_lock);
 		atomic_fetch_add(&q->enters, 1);
 	}
-	for (unsigned i = 0; i < rs->depth; i++)
-		if (q->ents[i].state == ENT_DEAD)
-			return -EIO;	/* ring_failed reported the reason */
-	return 0;
+	return q->refused ? -EIO : 0;	/* ring_failed reported the reason */
 }
 
 static void ring_loop(struct mqfs_ring_queue *q)
