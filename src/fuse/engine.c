@@ -563,6 +563,9 @@ void mqfs_engine_stop(struct mqfs_engine *e)
 	pthread_mutex_unlock(&e->spawn_lock);
 	for (unsigned i = 0; i < n; i++)
 		pthread_join(e->workers[i].thread, NULL);
+	/* No ring thread starts another request once they are joined. */
+	if (e->d)
+		mqfs_rings_quiesce(&e->d->rings);
 	/* Completions still answer on the workers' channels and rings. */
 	mq_inflight_wait(&e->inflight);
 	if (e->d)
@@ -601,6 +604,15 @@ void mqfs_engine_init_done(struct mqfs_engine *e, int err)
 	pthread_mutex_unlock(&e->init_lock);
 	/* A failed start ends the mount: the main thread unmounts. */
 	if (err && eventfd_write(e->done_fd, 1))
+		fprintf(stderr, "mqfs: fuse: eventfd: %s\n", strerror(errno));
+}
+
+void mqfs_engine_fail(struct mqfs_engine *e, int err)
+{
+	int none = 0;
+
+	atomic_compare_exchange_strong(&e->failed, &none, err);
+	if (eventfd_write(e->done_fd, 1))
 		fprintf(stderr, "mqfs: fuse: eventfd: %s\n", strerror(errno));
 }
 

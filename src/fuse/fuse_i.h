@@ -258,6 +258,7 @@ struct mqfs_rings {
 	pthread_cond_t cond;
 	bool go;			/* the INIT reply is written */
 	unsigned reported;		/* queues done registering */
+	bool never_ready;		/* a queue has no entry at all */
 	int error;
 	atomic_bool registered;		/* mqfs_rings_start returned */
 	atomic_bool stopping;
@@ -289,7 +290,13 @@ int mqfs_rings_prepare(struct mqfs_rings *rs, struct mqfs_daemon *d,
 		       int session_fd, unsigned depth, bool pin);
 /* After the INIT reply: register every entry; 0 or -errno (@rs->why). */
 int mqfs_rings_start(struct mqfs_rings *rs);
-/* Wake and join the threads (every request has ended), free it all. */
+/*
+ * Wake and join the threads: no request starts on a ring after it (the
+ * connection is gone).  Before the engine waits for the asynchronous
+ * requests, which the threads could otherwise still be starting.
+ */
+void mqfs_rings_quiesce(struct mqfs_rings *rs);
+/* Quiesce, then free it all (every request has ended). */
 void mqfs_rings_stop(struct mqfs_rings *rs);
 void mqfs_rings_destroy(struct mqfs_rings *rs);
 void mqfs_rings_get_stats(struct mqfs_rings *rs, struct mqfs_ring_stats *s);
@@ -382,6 +389,7 @@ struct mqfs_engine {
 	pthread_mutex_t init_lock;
 	pthread_cond_t init_cond;
 	int init_state;			/* 0 waiting, 1 done, or -errno */
+	atomic_int failed;		/* mqfs_engine_fail's -errno */
 	atomic_uint_fast64_t requests, async, interrupts, cancelled, bad;
 };
 
@@ -393,6 +401,8 @@ struct mqfs_engine {
 bool mqfs_engine_serve(struct mqfs_req *r, int err, size_t n);
 /* The INIT handler's verdict: 0 serving, or -errno (the mount fails). */
 void mqfs_engine_init_done(struct mqfs_engine *e, int err);
+/* The mount cannot go on (a ring thread died): unmount, exit non-zero. */
+void mqfs_engine_fail(struct mqfs_engine *e, int err);
 /* Wait up to @ms for it: 0, its -errno, or -ETIMEDOUT. */
 int mqfs_engine_wait_init(struct mqfs_engine *e, unsigned ms);
 

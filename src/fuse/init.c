@@ -75,7 +75,8 @@ static void init_other_major(struct mqfs_req *r)
  * /dev/fuse.  A REGISTER the kernel refused turns io_uring off for the
  * connection (fs/fuse/dev_uring.c: fc->io_uring = 0), so requests keep
  * coming on /dev/fuse: transport=auto goes on there, transport=uring
- * fails the mount.  The ring threads stay, serving whatever reaches them.
+ * fails the mount.  The ring threads stay, serving whatever reaches them,
+ * unless a queue has no entry: then the kernel's ring is never ready.
  */
 static int init_transport(struct mqfs_daemon *d)
 {
@@ -103,6 +104,10 @@ static int init_transport(struct mqfs_daemon *d)
 	if (d->transport != MQFS_TRANSPORT_URING) {
 		fprintf(stderr, "mqfs: %s: serving /dev/fuse\n",
 			c->transport_note);
+		/* A queue without an entry: the kernel never uses the rings,
+		 * and their slots serve /dev/fuse's requests instead. */
+		if (d->rings.never_ready)
+			mqfs_rings_stop(&d->rings);
 		return 0;
 	}
 	fprintf(stderr, "mqfs: transport=uring: %s\n", c->transport_note);

@@ -398,6 +398,8 @@ static int run(struct mqfs_run *r, struct fuse_args *args)
 	if (chdir("/"))
 		fprintf(stderr, "mqfs: chdir /: %s\n", strerror(errno));
 	serve = run_serve(r);
+	if (!serve)
+		serve = atomic_load(&r->d.eng.failed);
 	/* Corrupt metadata met, whatever errors= made of it: say so. */
 	had_errors = mqfs_had_errors(r->d.fs);
 	went_ro = !r->cfg.mount.readonly && mqfs_is_readonly(r->d.fs);

@@ -88,7 +88,7 @@ struct mqfs_ring_queue {
 	unsigned qid;
 	bool ring_ok, thread_ok, lock_ok;
 	bool reported;			/* to mqfs_rings_start, under rs->lock */
-	bool refused;			/* a REGISTER failed (the ring thread's) */
+	bool empty;			/* every REGISTER refused */
 	struct io_uring ring;
 	pthread_t thread;
 	struct mqfs_ring_ent *ents;
@@ -333,6 +333,7 @@ static void ring_report(struct mqfs_ring_queue *q, int err)
 		return;
 	}
 	q->reported = true;
+	rs->never_ready |= q->empty;
 	if (err && !rs->error) {
 		rs->error = err;
 		snprintf(rs->why, sizeof(rs->why), "queue %u: REGISTER: %s",
@@ -358,15 +359,12 @@ static void ring_failed(struct mqfs_ring_queue *q, struct mqfs_ring_ent *e,
 		pthread_mutex_unlock(&q->sq_lock);
 		return;
 	}
-	if (e->registering && !atomic_load(&q->rs->registered)) {
-		q->refused = true;
-		ring_report(q, res);
-	}
+	if (e->registering)
+		ring_report(q, res);	/* the start says it, once */
 	else if (res != -ENOTCONN && res != -ECONNABORTED &&
 		 res != -ECANCELED && !atomic_load(&q->rs->stopping))
-		fprintf(stderr, "mqfs: fuse: ring %u: %s: %s\n", q->qid,
-			e->registering ? "REGISTER" : "COMMIT_AND_FETCH",
-			strerror(-res));
+		fprintf(stderr, "mqfs: fuse: ring %u: COMMIT_AND_FETCH: %s\n",
+			q->qid, strerror(-res));
 }
 
 /*
@@ -399,12 +397,18 @@ static unsigned ring_reap(struct mqfs_ring_queue *q)
 /*
  * Every entry registered at once.  A refused REGISTER fails inline, so
  * its CQE is there when the submit returns; none there means the kernel
- * took them all (it keeps each until a request comes).
+ * took them all (it keeps each until a request comes).  The verdict comes
+ * from a look at the CQEs, before any request that came at once is
+ * served (the loop serves them, and retries an EAGAIN): a slow first
+ * request must not delay the start.  All entries refused: the queue has
+ * none, so the kernel's ring can never become ready.
  */
 static int ring_register(struct mqfs_ring_queue *q)
 {
 	struct mqfs_rings *rs = q->rs;
-	int ret;
+	struct io_uring_cqe *cqe;
+	unsigned head, refused = 0;
+	int ret, err = 0;
 
 	pthread_mutex_lock(&q->sq_lock);
 	for (unsigned i = 0; i < rs->depth; i++)
@@ -414,15 +418,17 @@ static int ring_register(struct mqfs_ring_queue *q)
 	atomic_fetch_add(&q->enters, 1);
 	if (ret < 0)
 		return ret;
-	while (ring_reap(q)) {
-		/* Requests came at once, or EAGAIN retries: go on. */
-		pthread_mutex_lock(&q->sq_lock);
-		ring_take_pending(q);
-		io_uring_submit(&q->ring);
-		pthread_mutex_unlock(&q->sq_lock);
-		atomic_fetch_add(&q->enters, 1);
+	io_uring_for_each_cqe(&q->ring, head, cqe) {
+		struct mqfs_ring_ent *e = io_uring_cqe_get_data(cqe);
+
+		if (cqe->user_data == RING_KICK_UD || !e->registering ||
+		    cqe->res >= 0 || cqe->res == -EAGAIN || cqe->res == -EINTR)
+			continue;
+		refused++;
+		err = err ? err : cqe->res;
 	}
-	return q->refused ? -EIO : 0;	/* ring_failed reported the reason */
+	q->empty = refused == rs->depth;
+	return err;
 }
 
 static void ring_loop(struct mqfs_ring_queue *q)
@@ -453,8 +459,10 @@ static void ring_loop(struct mqfs_ring_queue *q)
 		atomic_store(&q->sleeping, false);
 		if (ret < 0 && ret != -EINTR && ret != -EAGAIN &&
 		    ret != -EBUSY) {
+			/* Its queue's callers would wait for ever: unmount. */
 			fprintf(stderr, "mqfs: fuse: ring %u: io_uring_enter: "
-				"%s\n", q->qid, strerror(-ret));
+				"%s: unmounting\n", q->qid, strerror(-ret));
+			mqfs_engine_fail(&rs->d->eng, ret);
 			break;
 		}
 		reqs = ring_reap(q);
@@ -498,7 +506,7 @@ static void *ring_thread(void *arg)
 	if (atomic_load(&rs->stopping))
 		return NULL;
 	err = ring_register(q);
-	ring_report(q, err);	/* once: a refused entry reported already */
+	ring_report(q, err);
 	ring_loop(q);
 	return NULL;
 }
@@ -559,8 +567,6 @@ static int ring_queue_init(struct mqfs_rings *rs, struct mqfs_ring_queue *q,
 
 static void ring_queue_destroy(struct mqfs_rings *rs, struct mqfs_ring_queue *q)
 {
-	if (q->thread_ok)
-		pthread_join(q->thread, NULL);
 	if (q->ring_ok)
 		io_uring_queue_exit(&q->ring);
 	for (unsigned i = 0; q->ents && i < rs->depth; i++)
@@ -665,16 +671,30 @@ static void ring_wake(struct mqfs_ring_queue *q)
 	pthread_mutex_unlock(&q->sq_lock);
 }
 
-void mqfs_rings_stop(struct mqfs_rings *rs)
+void mqfs_rings_quiesce(struct mqfs_rings *rs)
 {
 	if (!rs->queues)
-		goto out;
+		return;
 	pthread_mutex_lock(&rs->lock);
 	atomic_store(&rs->stopping, true);
 	pthread_cond_broadcast(&rs->cond);
 	pthread_mutex_unlock(&rs->lock);
 	for (unsigned i = 0; i < rs->nr_queues; i++)
 		ring_wake(&rs->queues[i]);
+	for (unsigned i = 0; i < rs->nr_queues; i++) {
+		struct mqfs_ring_queue *q = &rs->queues[i];
+
+		if (q->thread_ok)
+			pthread_join(q->thread, NULL);
+		q->thread_ok = false;
+	}
+}
+
+void mqfs_rings_stop(struct mqfs_rings *rs)
+{
+	if (!rs->queues)
+		goto out;
+	mqfs_rings_quiesce(rs);
 	for (unsigned i = 0; i < rs->nr_queues; i++)
 		ring_queue_destroy(rs, &rs->queues[i]);
 	free(rs->queues);

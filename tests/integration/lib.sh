@@ -189,7 +189,7 @@ t_wait_mounted() {
 # PID, wait for the mount.  Its output goes to $T_LOG.
 t_mount() {
 	echo "== mqfs $T_IMG $T_MNT -f $*" >>"$T_LOG"
-	"$MQFS" "$T_IMG" "$T_MNT" -f "$@" >>"$T_LOG" 2>&1 &
+	"$MQFS" "$T_IMG" "$T_MNT" -f "$@" >>"$T_LOG" 2>&1 9>&- &
 	T_PID=$!
 	t_wait_mounted "$T_MNT" "$T_PID" ||
 		t_fail "not mounted with '$*' (daemon $(t_alive "$T_PID" &&
@@ -235,8 +235,9 @@ t_uring_on() {
 	[ -w "$T_URING_PARAM" ] ||
 		t_skip "no FUSE over io_uring in this kernel ($T_URING_PARAM)"
 	command -v flock >/dev/null || t_fail "flock is needed"
+	# fd 9 holds it; t_mount's daemons do not inherit it (9>&-).
 	exec 9>"${TMPDIR:-/var/tmp}/mqfs-enable-uring.lock"
-	flock 9 || t_fail "flock"
+	flock -w 900 9 || t_fail "the enable_uring lock is held for 15 minutes"
 	T_URING_OLD=$(cat "$T_URING_PARAM")
 	t_uring_set Y
 }

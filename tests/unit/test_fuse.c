@@ -92,8 +92,10 @@ static void ring_msg(struct ring_msg *rm, uint32_t opcode, const void *arg,
 	memset(rm, 0, sizeof(*rm));
 	h.len = (uint32_t)(sizeof(h) + arg_len + rest_len);
 	memcpy(rm->hdr.in_out, &h, sizeof(h));
-	memcpy(rm->hdr.op_in, arg, arg_len);
-	memcpy(rm->payload, rest, rest_len);
+	if (arg_len)
+		memcpy(rm->hdr.op_in, arg, arg_len);
+	if (rest_len)
+		memcpy(rm->payload, rest, rest_len);
 	rm->hdr.ring_ent_in_out.payload_sz = (uint32_t)rest_len;
 	rm->hdr.ring_ent_in_out.commit_id = 77;
 }
