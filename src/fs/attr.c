@@ -263,16 +263,49 @@ int mqfs_open(struct mqfs_fs *fs, uint64_t ino, int flags,
 	mqfs_ra_init(&f->ra, mqfs_file_read_device);
 	mqfs_file_reads_init(f);
 	mqfs_ino_open_inc(fs, ip);
+	pthread_mutex_lock(&fs->files_lock);
+	mq_list_add(&f->open_node, &fs->open_files);
+	pthread_mutex_unlock(&fs->files_lock);
 	*out = f;
 	return 0;
 }
 
 int mqfs_release(struct mqfs_fs *fs, struct mqfs_file *f)
 {
+	pthread_mutex_lock(&fs->files_lock);
+	mq_list_del_init(&f->open_node);
+	pthread_mutex_unlock(&fs->files_lock);
 	mqfs_file_reads_drain(f);
 	mqfs_ra_release(fs, &f->ra);
 	mqfs_ino_open_dec(fs, f->ip);
 	mqfs_iput(fs, f->ip);
 	free(f);
 	return 0;
+}
+
+/*
+ * At unmount: the files whose RELEASE never came (the connection was
+ * aborted: umount -f, fusectl's abort), as the kernel's last fput would
+ * have released them.  Nothing else runs by then.
+ */
+void mqfs_release_all(struct mqfs_fs *fs)
+{
+	unsigned n = 0;
+
+	for (;;) {
+		struct mqfs_file *f = NULL;
+
+		pthread_mutex_lock(&fs->files_lock);
+		if (!mq_list_empty(&fs->open_files))
+			f = mq_list_entry(fs->open_files.next,
+					  struct mqfs_file, open_node);
+		pthread_mutex_unlock(&fs->files_lock);
+		if (!f)
+			break;
+		mqfs_release(fs, f);
+		n++;
+	}
+	if (n)
+		fprintf(stderr, "mqfs: %u files still open at unmount (the "
+			"connection was aborted): released\n", n);
 }

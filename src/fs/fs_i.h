@@ -82,6 +82,12 @@ struct mqfs_fs {
 	struct mqfs_bufpool *databuf;	/* large data buffers (databuf.c) */
 	pthread_mutex_t sb_lock;	/* orphan list, inode_gen */
 	pthread_mutex_t rename_lock;	/* cross-directory renames (rename.c) */
+	/*
+	 * Files open now (attr.c): an aborted connection never sends their
+	 * RELEASE, and unmount releases what is left.
+	 */
+	pthread_mutex_t files_lock;
+	struct mq_list_head open_files;
 	atomic_uint_fast64_t free_blocks, free_inodes;
 	atomic_bool readonly;		/* ro mount or errors=remount-ro hit */
 	atomic_bool error_seen;
@@ -744,6 +750,7 @@ struct mqfs_ra {
 
 struct mqfs_file {
 	struct mqfs_ino *ip;
+	struct mq_list_head open_node;	/* on fs->open_files */
 	int flags;			/* open(2) flags */
 	bool dontcache;			/* write-behind and read-ahead */
 	uint8_t prio;			/* its policy's class, from open */
@@ -759,6 +766,8 @@ struct mqfs_file {
 	unsigned reads;
 };
 
+/* Release every file still open (unmount: attr.c). */
+void mqfs_release_all(struct mqfs_fs *fs);
 void mqfs_file_reads_init(struct mqfs_file *f);
 /* Until no read of @f runs; then the counter is gone. */
 void mqfs_file_reads_drain(struct mqfs_file *f);

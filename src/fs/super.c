@@ -133,6 +133,8 @@ static struct mqfs_fs *super_alloc(struct mq_queue *q,
 		fs->opts.commit_interval_ms = 5000;
 	pthread_mutex_init(&fs->sb_lock, NULL);
 	pthread_mutex_init(&fs->rename_lock, NULL);
+	pthread_mutex_init(&fs->files_lock, NULL);
+	mq_list_init(&fs->open_files);
 	atomic_store(&fs->readonly, fs->opts.readonly);
 	return fs;
 }
@@ -141,6 +143,7 @@ static void super_free(struct mqfs_fs *fs)
 {
 	pthread_mutex_destroy(&fs->sb_lock);
 	pthread_mutex_destroy(&fs->rename_lock);
+	pthread_mutex_destroy(&fs->files_lock);
 	free(fs->sb0);
 	free(fs);
 }
@@ -395,8 +398,10 @@ int mqfs_unmount(struct mqfs_fs *fs)
 	bool writable = !mqfs_is_readonly(fs);
 	int err = 0, err2;
 
-	/* Pending write-behind, then the last references (which delete
-	 * the inodes still open but unlinked). */
+	/* Files the kernel never closed, pending write-behind, then the
+	 * last references (which delete the inodes still open but
+	 * unlinked). */
+	mqfs_release_all(fs);
 	mqfs_wback_destroy(fs);
 	mqfs_icache_destroy(fs);
 	if (writable)

@@ -8,6 +8,7 @@
  */
 #include <check.h>
 #include <dirent.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -361,13 +362,15 @@ END_TEST
 
 /*
  * The last unlink of an inode FUSE still knows puts it on the orphan
- * list; the forget frees it.  Unmount frees what is still unlinked, and
- * a crash leaves it for the next mount's orphan recovery.
+ * list; the forget frees it.  Unmount frees what is still unlinked (also
+ * behind a file never released), and a crash leaves it for the next
+ * mount's orphan recovery.
  */
 START_TEST(test_unlink_orphan)
 {
 	struct t_fs t;
 	struct mqfs_entry e;
+	struct mqfs_file *of;
 	uint64_t f, g, ffree;
 
 	t_fs_make_opts(&t, 32 * T_FS_MIB, 0, true);
@@ -394,6 +397,16 @@ START_TEST(test_unlink_orphan)
 	/* Still referenced at unmount: freed by the unmount. */
 	g = tn_mk(&t, TN_ROOT, "g", S_IFREG);
 	ck_assert_int_eq(mqfs_unlink(t.fs, TN_ROOT, "g"), 0);
+	t_fs_remount(&t);
+	ck_assert(tn_gone(&t, g));
+	ck_assert_uint_eq(mqfs_sb(t.fs)->orphan_head, 0);
+	/* Open and never released (an aborted connection sends no
+	 * RELEASE): the unmount releases it, then frees the inode. */
+	g = tn_mk(&t, TN_ROOT, "o", S_IFREG);
+	ck_assert_int_eq(mqfs_open(t.fs, g, O_RDWR, &of), 0);
+	ck_assert_int_eq(mqfs_unlink(t.fs, TN_ROOT, "o"), 0);
+	mqfs_forget(t.fs, g, 1);
+	ck_assert(!tn_gone(&t, g));
 	t_fs_remount(&t);
 	ck_assert(tn_gone(&t, g));
 	ck_assert_uint_eq(mqfs_sb(t.fs)->orphan_head, 0);
