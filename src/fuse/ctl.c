@@ -612,8 +612,8 @@ static void text_transport(struct mqfs_ctl *c, struct mqfs_ctl_file *f)
 	if (k->uring)
 		text_add(f, "ring_queues %u\nring_depth %u\n",
 			 c->d->rings.nr_queues, c->d->rings.depth);
-	if (k->transport_note[0])
-		text_add(f, "transport_note %s\n", k->transport_note);
+	if (c->d->transport_note[0])
+		text_add(f, "transport_note %s\n", c->d->transport_note);
 }
 
 /* The rings' counters: requests per io_uring_enter, commits per batch. */

@@ -420,7 +420,6 @@ static void *eng_worker(void *arg)
 		t0 = mq_clock_ns();
 		r->d = w->d;
 		r->fd = w->fd;
-		r->ent = NULL;
 		if (!mqfs_engine_serve(r, mqfs_fuse_decode(r->payload -
 							   MQFS_FUSE_WRITE_HDR,
 							   (size_t)n, &r->m),
@@ -602,9 +601,8 @@ void mqfs_engine_init_done(struct mqfs_engine *e, int err)
 	e->init_state = err ? err : 1;
 	pthread_cond_broadcast(&e->init_cond);
 	pthread_mutex_unlock(&e->init_lock);
-	/* A failed start ends the mount: the main thread unmounts. */
-	if (err && eventfd_write(e->done_fd, 1))
-		fprintf(stderr, "mqfs: fuse: eventfd: %s\n", strerror(errno));
+	if (err)
+		mqfs_engine_fail(e, err);	/* a failed start ends the mount */
 }
 
 void mqfs_engine_fail(struct mqfs_engine *e, int err)
@@ -618,16 +616,9 @@ void mqfs_engine_fail(struct mqfs_engine *e, int err)
 
 int mqfs_engine_wait_init(struct mqfs_engine *e, unsigned ms)
 {
-	struct timespec until;
+	struct timespec until = mqfs_deadline_ms(ms);
 	int ret = 0;
 
-	clock_gettime(CLOCK_REALTIME, &until);
-	until.tv_sec += ms / 1000;
-	until.tv_nsec += (long)(ms % 1000) * 1000000;
-	if (until.tv_nsec >= 1000000000) {
-		until.tv_sec++;
-		until.tv_nsec -= 1000000000;
-	}
 	pthread_mutex_lock(&e->init_lock);
 	while (!e->init_state && !ret)
 		ret = pthread_cond_timedwait(&e->init_cond, &e->init_lock,

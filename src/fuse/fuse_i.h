@@ -28,6 +28,21 @@
 #include "proto.h"
 #include "mqfs/dev/uring.h"
 
+/* The CLOCK_REALTIME time @ms from now, for pthread's timed waits. */
+static inline struct timespec mqfs_deadline_ms(unsigned ms)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	ts.tv_sec += ms / 1000;
+	ts.tv_nsec += (long)(ms % 1000) * 1000000;
+	if (ts.tv_nsec >= 1000000000) {
+		ts.tv_sec++;
+		ts.tv_nsec -= 1000000000;
+	}
+	return ts;
+}
+
 /* ---- configuration (opts.c) -------------------------------------------- */
 
 /*
@@ -260,7 +275,6 @@ struct mqfs_rings {
 	unsigned reported;		/* queues done registering */
 	bool never_ready;		/* a queue has no entry at all */
 	int error;
-	atomic_bool registered;		/* mqfs_rings_start returned */
 	atomic_bool stopping;
 	char why[128];			/* the first failure */
 };
@@ -487,7 +501,6 @@ struct mqfs_conn {
 	bool writeback;			/* kernel writeback cache */
 	bool mmap_direct;		/* DIRECT_IO_ALLOW_MMAP */
 	bool uring;			/* requests come over the rings */
-	char transport_note[160];	/* why not io_uring, or "" */
 };
 
 void mqfs_fuse_init(struct mqfs_req *r);
@@ -547,6 +560,7 @@ struct mqfs_daemon {
 	struct mqfs_engine eng;
 	struct mqfs_rings rings;	/* prepared: io_uring may be granted */
 	enum mqfs_transport transport;	/* asked for */
+	char transport_note[160];	/* why not io_uring, or "" */
 	struct mqfs_conn conn;
 	bool plug;			/* handlers run inside a plug */
 	enum mqfs_cache_mode cache;	/* the mount's; files may differ */

@@ -81,17 +81,18 @@ static void init_other_major(struct mqfs_req *r)
 static int init_transport(struct mqfs_daemon *d)
 {
 	struct mqfs_conn *c = &d->conn;
+	char *note = d->transport_note;
+	size_t size = sizeof(d->transport_note);
 	int err;
 
+	/* Not prepared: main.c said why (and uring never gets here). */
 	if (!(c->flags & FUSE_OVER_IO_URING)) {
-		if (d->rings.prepared)
-			snprintf(c->transport_note, sizeof(c->transport_note),
-				 "the kernel did not offer io_uring at INIT");
+		if (!d->rings.prepared)
+			return 0;
+		snprintf(note, size, "the kernel did not offer io_uring at INIT");
 		if (d->transport != MQFS_TRANSPORT_URING)
 			return 0;
-		fprintf(stderr, "mqfs: transport=uring: %s\n",
-			c->transport_note[0] ? c->transport_note
-					     : "the rings are not prepared");
+		fprintf(stderr, "mqfs: transport=uring: %s\n", note);
 		return -EOPNOTSUPP;
 	}
 	err = mqfs_rings_start(&d->rings);
@@ -99,18 +100,16 @@ static int init_transport(struct mqfs_daemon *d)
 		c->uring = true;
 		return 0;
 	}
-	snprintf(c->transport_note, sizeof(c->transport_note),
-		 "io_uring did not start (%s)", d->rings.why);
+	snprintf(note, size, "io_uring did not start (%s)", d->rings.why);
 	if (d->transport != MQFS_TRANSPORT_URING) {
-		fprintf(stderr, "mqfs: %s: serving /dev/fuse\n",
-			c->transport_note);
+		fprintf(stderr, "mqfs: %s: serving /dev/fuse\n", note);
 		/* A queue without an entry: the kernel never uses the rings,
 		 * and their slots serve /dev/fuse's requests instead. */
 		if (d->rings.never_ready)
 			mqfs_rings_stop(&d->rings);
 		return 0;
 	}
-	fprintf(stderr, "mqfs: transport=uring: %s\n", c->transport_note);
+	fprintf(stderr, "mqfs: transport=uring: %s\n", note);
 	return err;
 }
 
@@ -120,7 +119,6 @@ void mqfs_fuse_init(struct mqfs_req *r)
 	struct mqfs_daemon *d = r->d;
 	struct mqfs_conn *c = &d->conn;
 	struct mqfs_fuse_init_out out = { 0 };
-	char note[sizeof(c->transport_note)];
 	uint64_t granted;
 
 	if (atomic_load(&d->eng.initialized)) {
@@ -140,8 +138,6 @@ void mqfs_fuse_init(struct mqfs_req *r)
 		return;
 	}
 	granted = init_want(d) & init_offered(r);
-	/* The note on the transport is the start-up's (main.c). */
-	memcpy(note, c->transport_note, sizeof(note));
 	*c = (struct mqfs_conn){
 		.minor = MQFS_FUSE_MINOR < in->minor ? MQFS_FUSE_MINOR
 						     : in->minor,
@@ -150,7 +146,6 @@ void mqfs_fuse_init(struct mqfs_req *r)
 		.writeback = granted & FUSE_WRITEBACK_CACHE,
 		.mmap_direct = granted & FUSE_DIRECT_IO_ALLOW_MMAP,
 	};
-	memcpy(c->transport_note, note, sizeof(note));
 	out = (struct mqfs_fuse_init_out){
 		.major = FUSE_KERNEL_VERSION, .minor = MQFS_FUSE_MINOR,
 		.max_readahead = in->max_readahead,

@@ -80,8 +80,8 @@ static int run_open_device(struct mqfs_run *r)
 static int run_plan_transport(struct mqfs_run *r, unsigned *extra)
 {
 	const struct mqfs_config *c = &r->cfg;
-	char *note = r->d.conn.transport_note;
-	size_t size = sizeof(r->d.conn.transport_note);
+	char *note = r->d.transport_note;
+	size_t size = sizeof(r->d.transport_note);
 	unsigned nq = mqfs_ring_nr_queues(), depth;
 	int on = 0;
 
@@ -197,9 +197,9 @@ static int run_rings(struct mqfs_run *r)
 				 r->ring_depth, r->cfg.uring_pin);
 	if (!ret)
 		return 0;
-	snprintf(d->conn.transport_note, sizeof(d->conn.transport_note),
+	snprintf(d->transport_note, sizeof(d->transport_note),
 		 "no rings: %s", d->rings.why);
-	fprintf(stderr, "mqfs: %s%s\n", d->conn.transport_note,
+	fprintf(stderr, "mqfs: %s%s\n", d->transport_note,
 		d->transport == MQFS_TRANSPORT_URING ? "" :
 		": serving /dev/fuse");
 	return d->transport == MQFS_TRANSPORT_URING ? ret : 0;
@@ -214,9 +214,9 @@ static void run_describe_transport(struct mqfs_run *r, char *buf, size_t size)
 		snprintf(buf, size, "io_uring, %u rings of %u entries",
 			 d->rings.nr_queues, d->rings.depth);
 	else
-		snprintf(buf, size, "/dev/fuse%s%s%s", d->conn.transport_note[0]
-			 ? " (" : "", d->conn.transport_note,
-			 d->conn.transport_note[0] ? ")" : "");
+		snprintf(buf, size, "/dev/fuse%s%s%s", d->transport_note[0]
+			 ? " (" : "", d->transport_note,
+			 d->transport_note[0] ? ")" : "");
 }
 
 /* The FUSE mount, its writeback limits, and the workers serving it. */

@@ -61,7 +61,7 @@
 #define RING_PARAM	"/sys/module/fuse/parameters/enable_uring"
 #define RING_CPUS	"/sys/devices/system/cpu/possible"
 /* The CQE of mqfs_rings_stop's NOP, not an entry's. */
-#define RING_KICK_UD	UINT64_MAX
+#define RING_WAKE_UD	UINT64_MAX
 /* How long mqfs_rings_start waits for every queue to register. */
 #define RING_START_MS	5000
 /* A REGISTER the kernel refused for now (EAGAIN) is retried this often. */
@@ -76,7 +76,6 @@ struct mqfs_ring_ent {
 	bool registering;		/* its SQE is a REGISTER */
 	unsigned retries;
 	bool replied;			/* mqfs_ring_fill ran */
-	bool stashed;			/* the reply waits in the stash */
 	int reply_err;
 	uint32_t reply_len;
 	uint64_t unique;		/* the request's (its commit id) */
@@ -249,9 +248,8 @@ int mqfs_ring_fill(struct mqfs_ring_ent *e, int err, struct iovec *iov, int n)
 		n = 1;
 		len = 0;
 	}
-	e->stashed = len <= RING_STASH;
-	ring_gather(e->stashed ? e->r->mem + RING_STASH_OFF : e->r->payload,
-		    iov, n);
+	ring_gather(len <= RING_STASH ? e->r->mem + RING_STASH_OFF
+				      : e->r->payload, iov, n);
 	e->reply_err = err;
 	e->reply_len = (uint32_t)len;
 	e->replied = true;
@@ -263,7 +261,7 @@ static void ring_place_reply(struct mqfs_ring_ent *e)
 {
 	struct fuse_out_header *oh = (void *)e->hdr->in_out;
 
-	if (e->stashed && e->reply_len)
+	if (e->reply_len && e->reply_len <= RING_STASH)
 		memcpy(e->r->payload, e->r->mem + RING_STASH_OFF, e->reply_len);
 	*oh = (struct fuse_out_header){ .len = (uint32_t)sizeof(*oh) +
 					       e->reply_len,
@@ -315,7 +313,6 @@ static void ring_serve(struct mqfs_ring_ent *e)
 	e->unique = e->hdr->ring_ent_in_out.commit_id;
 	r->d = rs->d;
 	r->fd = rs->fuse_fd;		/* notifications go to /dev/fuse */
-	r->ent = e;
 	err = mqfs_fuse_decode_ring(e->hdr, r->payload, MQFS_SLOT_PAYLOAD,
 				    &r->m);
 	if (mqfs_engine_serve(r, err, r->m.h->len))
@@ -381,7 +378,7 @@ static unsigned ring_reap(struct mqfs_ring_queue *q)
 
 	io_uring_for_each_cqe(&q->ring, head, cqe) {
 		n++;
-		if (cqe->user_data == RING_KICK_UD)
+		if (cqe->user_data == RING_WAKE_UD)
 			continue;
 		if (cqe->res == 0) {
 			reqs++;
@@ -421,7 +418,7 @@ static int ring_register(struct mqfs_ring_queue *q)
 	io_uring_for_each_cqe(&q->ring, head, cqe) {
 		struct mqfs_ring_ent *e = io_uring_cqe_get_data(cqe);
 
-		if (cqe->user_data == RING_KICK_UD || !e->registering ||
+		if (cqe->user_data == RING_WAKE_UD || !e->registering ||
 		    cqe->res >= 0 || cqe->res == -EAGAIN || cqe->res == -EINTR)
 			continue;
 		refused++;
@@ -557,6 +554,7 @@ static int ring_queue_init(struct mqfs_rings *rs, struct mqfs_ring_queue *q,
 		e->r = mqfs_pool_try_get(&rs->d->eng.pool);
 		if (!e->r)
 			return -ENOMEM;
+		e->r->ent = e;		/* until ring_queue_destroy */
 		e->hdr = (void *)e->r->mem;
 		e->iov[0] = (struct iovec){ e->r->mem, sizeof(*e->hdr) };
 		e->iov[1] = (struct iovec){ e->r->payload,
@@ -635,11 +633,9 @@ int mqfs_rings_prepare(struct mqfs_rings *rs, struct mqfs_daemon *d,
 
 int mqfs_rings_start(struct mqfs_rings *rs)
 {
-	struct timespec until;
+	struct timespec until = mqfs_deadline_ms(RING_START_MS);
 	int err = 0;
 
-	clock_gettime(CLOCK_REALTIME, &until);
-	until.tv_sec += RING_START_MS / 1000;
 	pthread_mutex_lock(&rs->lock);
 	rs->go = true;
 	pthread_cond_broadcast(&rs->cond);
@@ -650,7 +646,6 @@ int mqfs_rings_start(struct mqfs_rings *rs)
 		snprintf(rs->why, sizeof(rs->why), "%u of %u queues registered "
 			 "in %u ms", rs->reported, rs->nr_queues, RING_START_MS);
 	}
-	atomic_store(&rs->registered, true);
 	err = rs->error;
 	pthread_mutex_unlock(&rs->lock);
 	return err;
@@ -666,7 +661,7 @@ static void ring_wake(struct mqfs_ring_queue *q)
 	pthread_mutex_lock(&q->sq_lock);
 	sqe = ring_sqe(q);
 	io_uring_prep_nop(sqe);
-	io_uring_sqe_set_data64(sqe, RING_KICK_UD);
+	io_uring_sqe_set_data64(sqe, RING_WAKE_UD);
 	io_uring_submit(&q->ring);
 	pthread_mutex_unlock(&q->sq_lock);
 }
