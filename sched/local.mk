@@ -35,4 +35,8 @@ libmqblk_a_SOURCES = \
 	%reldir%/dev/uring_i.h \
 	%reldir%/dev/uring_probe.c \
 	%reldir%/dev/null.c \
+	%reldir%/dev/nvme.c \
+	%reldir%/dev/nvme_cmd.c \
+	%reldir%/dev/nvme_i.h \
+	%reldir%/dev/nvme_sysfs.c \
 	%reldir%/dev/ram.c

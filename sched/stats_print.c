@@ -31,11 +31,14 @@ void mq_queue_stats_print(struct mq_queue *q, FILE *out)
 		"0", "1", "2-3", "4-7", "8-15", "16-31", "32-63", "64-127",
 		"128+" };
 	struct mq_queue_stats s;
+	char driver[32];
 
 	if (mq_queue_get_stats(q, -1, &s))
 		return;
-	fprintf(out, "scheduler %s, %u hardware queue(s)\n",
-		mq_queue_elevator_name(q), s.nr_hw_queues);
+	if (mq_queue_attr_show(q, "driver", driver, sizeof(driver)))
+		driver[0] = '\0';
+	fprintf(out, "scheduler %s, %u hardware queue(s), driver %s\n",
+		mq_queue_elevator_name(q), s.nr_hw_queues, driver);
 	stats_print_dir(out, &s, MQ_DIR_READ, "read");
 	stats_print_dir(out, &s, MQ_DIR_WRITE, "write");
 	fprintf(out, "  merges: plug=%" PRIu64 " elevator=%" PRIu64
@@ -56,4 +59,8 @@ void mq_queue_stats_print(struct mq_queue *q, FILE *out)
 		stats_ratio(s.reaped, s.reaper_runs), s.reaper_cs, s.task_runs,
 		stats_ratio(s.task_completions, s.task_runs), s.task_wakeups,
 		s.task_worker_cs);
+	if (s.dev_status_errors || s.dev_sync_rqs)
+		fprintf(out, "  device: status errors=%" PRIu64 " (last 0x%x);"
+			" requests sent synchronously=%" PRIu64 "\n",
+			s.dev_status_errors, s.dev_last_status, s.dev_sync_rqs);
 }

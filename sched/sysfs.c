@@ -14,7 +14,7 @@
 
 static const char *const queue_attrs[] = {
 	"scheduler", "nr_requests", "queue_depth", "nr_hw_queues",
-	"max_sectors_kb", "nomerges", "complete_delay_us",
+	"max_sectors_kb", "nomerges", "complete_delay_us", "driver",
 };
 
 int mq_queue_attr_list(struct mq_queue *q, const char **names, unsigned max)
@@ -66,6 +66,10 @@ int mq_queue_attr_show(struct mq_queue *q, const char *name, char *buf,
 
 	if (!strcmp(name, "scheduler")) {
 		attr_show_scheduler(q, buf, len);
+		return 0;
+	}
+	if (!strcmp(name, "driver")) {	/* the device's driver, read-only */
+		snprintf(buf, len, "%s", q->dev->ops->name);
 		return 0;
 	}
 	if (!strcmp(name, "nr_requests"))
@@ -227,6 +231,10 @@ static void stats_add_hctx(struct mq_queue_stats *s, struct mq_hw_queue *h)
 		s->reaper_runs += d.reaper_runs;
 		s->reaped += d.reaped;
 		s->reaper_cs += d.reaper_cs;
+		s->dev_status_errors += d.status_errors;
+		s->dev_sync_rqs += d.sync_rqs;
+		if (d.last_status)
+			s->dev_last_status = d.last_status;
 	}
 }
 

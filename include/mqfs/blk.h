@@ -325,6 +325,9 @@ struct mq_queue_stats {
 	uint64_t task_runs, task_completions;	/* completion worker */
 	uint64_t task_wakeups, task_worker_cs;
 	uint64_t reaper_runs, reaped, reaper_cs;	/* driver's reaper */
+	/* Device status errors (NVMe), the last raw status, ioctl-sent. */
+	uint64_t dev_status_errors, dev_sync_rqs;
+	uint32_t dev_last_status;
 	unsigned dispatch_busy;			/* EWMA, 0..16 */
 	unsigned nr_hw_queues;
 };

@@ -42,6 +42,10 @@ struct mq_dev_queue_stats {
 	uint64_t reaper_runs;		/* wake-ups that completed >= 1 */
 	uint64_t reaped;		/* requests completed by the reaper */
 	uint64_t reaper_cs;		/* context switches of that thread */
+	/* A device that reports its own status codes (NVMe): */
+	uint64_t status_errors;		/* commands it failed */
+	uint32_t last_status;		/* the raw status of the last one */
+	uint64_t sync_rqs;		/* requests sent outside the rings */
 };
 
 /* queue_rq() results besides 0 (accepted). */

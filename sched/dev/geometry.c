@@ -16,22 +16,27 @@
 #include <unistd.h>
 #include "geometry.h"
 
-/* Read a number from /sys/dev/block/MAJ:MIN/@attr; -1 when absent. */
-static long long sysfs_dev_number(dev_t rdev, const char *attr)
+long long mq_sysfs_number(const char *path)
 {
-	char path[128];
 	long long v = -1;
-	FILE *f;
+	FILE *f = fopen(path, "r");
 
-	snprintf(path, sizeof(path), "/sys/dev/block/%u:%u/%s",
-		 major(rdev), minor(rdev), attr);
-	f = fopen(path, "r");
 	if (!f)
 		return -1;
 	if (fscanf(f, "%lld", &v) != 1)
 		v = -1;
 	fclose(f);
 	return v;
+}
+
+/* Read a number from /sys/dev/block/MAJ:MIN/@attr; -1 when absent. */
+static long long sysfs_dev_number(dev_t rdev, const char *attr)
+{
+	char path[128];
+
+	snprintf(path, sizeof(path), "/sys/dev/block/%u:%u/%s",
+		 major(rdev), minor(rdev), attr);
+	return mq_sysfs_number(path);
 }
 
 /* Hardware queues of a blk-mq device: the entries of its mq/ folder. */

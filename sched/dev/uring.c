@@ -16,6 +16,10 @@
  * finished synchronously (they happen only at end of file or on signals);
  * a short read at end of file is zero-filled, as a block device would.
  *
+ * The rings do not know what they carry: a command set (uring_i.h) makes
+ * the SQEs of a request and reads its CQEs - the one here for files and
+ * block devices, nvme.c's NVMe commands for /dev/ngXnY.
+ *
  * Caller-reaped rings (caller_reap) have no reaper: the device is polled
  * (mq_dev.polled) and the threads that wait reap through ->poll, one at a
  * time per ring under poll_lock, blocking in io_uring_enter(GETEVENTS) as
@@ -42,35 +46,21 @@
 
 #define URING_MAX_SEGS		128
 #define URING_REAP_BATCH	64
+/* The kernel's IORING_MAX_REG_BUFFERS. */
+#define URING_MAX_FIXED_BUFS	16384u
 
 /* Per-request driver context, allocated with the request. */
 struct uring_cmd {
 	struct iovec iov[URING_MAX_SEGS];
 };
 
-struct uring_queue {
-	struct uring_dev *ud;
-	unsigned index;
-	struct io_uring ring;
-	unsigned unsubmitted;		/* SQEs prepared, not yet submitted */
-	unsigned prepared;		/* SQEs not yet counted in @inflight */
-	_Atomic unsigned inflight;	/* CQEs owed: SQEs made visible - reaped */
-	pthread_t reaper;
-	bool reaper_running;
-	bool broken;			/* a submit was refused for good */
-	/* caller_reap: one poller at a time; @poll_owner names it. */
-	pthread_mutex_t poll_lock;
-	_Atomic(const void *) poll_owner;
-	_Atomic uint64_t reaps, reaped;	/* reap runs, requests completed */
-	_Atomic pid_t reaper_tid;
-};
 
 /* Its address names the calling thread (poll_owner). */
 static _Thread_local char uring_self;
 /* poll_locks this thread holds (rings whose completions it is running). */
 static _Thread_local unsigned uring_polls_held;
 
-static const struct mq_dev_ops uring_ops;
+static const struct mq_dev_ops uring_ops, uring_nvme_ops;
 
 /* user_data of the NOP that stops a reaper (never a request's address). */
 static const char uring_stop_mark;
@@ -95,9 +85,14 @@ static unsigned uring_fill_iov(struct mq_request *rq, struct uring_cmd *cmd)
 	return n;
 }
 
+int mq_uring_sqe_fd(const struct uring_dev *ud)
+{
+	return ud->fixed_file ? 0 : ud->fd;
+}
+
 /* The registered buffer holding [buf, buf + len), by binary search. */
-static int uring_fixed_index(const struct uring_dev *ud, const void *buf,
-			     uint32_t len)
+int mq_uring_fixed_index(const struct uring_dev *ud, const void *buf,
+		      uint32_t len)
 {
 	uintptr_t a = (uintptr_t)buf;
 	unsigned lo = 0, hi = ud->nr_bufs;
@@ -123,11 +118,11 @@ static void uring_prep_rw(struct uring_queue *uq, struct io_uring_sqe *sqe,
 {
 	struct uring_cmd *cmd = mq_rq_pdu(rq);
 	off_t off = (off_t)(rq->sector << MQ_SECTOR_SHIFT);
-	int fd = uq->ud->fixed_file ? 0 : uq->ud->fd;
+	int fd = mq_uring_sqe_fd(uq->ud);
 	bool write = rq->op == MQ_OP_WRITE;
 
 	int idx = rq->nr_segs == 1 ?
-		  uring_fixed_index(uq->ud, rq->bio->buf, rq->nr_bytes) : -1;
+		  mq_uring_fixed_index(uq->ud, rq->bio->buf, rq->nr_bytes) : -1;
 
 	if (idx >= 0) {
 		if (write)
@@ -167,7 +162,7 @@ static int uring_prep(struct uring_queue *uq, struct io_uring_sqe *sqe,
 		      struct mq_request *rq)
 {
 	struct uring_dev *ud = uq->ud;
-	int fd = ud->fixed_file ? 0 : ud->fd;
+	int fd = mq_uring_sqe_fd(ud);
 	off_t off = (off_t)(rq->sector << MQ_SECTOR_SHIFT);
 
 	switch (rq->op) {
@@ -251,6 +246,8 @@ static void uring_submit_failed(struct uring_queue *uq, int err)
 	struct io_uring_sq *sq = &uq->ring.sq;
 	unsigned head = io_uring_smp_load_acquire(sq->khead);
 	unsigned n = sq->sqe_tail - head, nr = 0;
+	/* An SQE128 ring's entries are two struct io_uring_sqe long. */
+	unsigned shift = !!(uq->ring.flags & IORING_SETUP_SQE128);
 	struct mq_rq_list failed = { 0 };
 	struct mq_request *rq;
 
@@ -263,11 +260,16 @@ static void uring_submit_failed(struct uring_queue *uq, int err)
 		return;
 	}
 	for (unsigned i = 0; i < n; i++) {
-		uint64_t data = sq->sqes[(head + i) & sq->ring_mask].user_data;
+		uint64_t data = sq->sqes[((head + i) & sq->ring_mask) << shift]
+					.user_data;
 
 		rq = (struct mq_request *)(uintptr_t)data;
-		/* Not a NOP standing in, nor the reaper's stop. */
-		if (rq && (void *)rq != URING_STOP) {
+		/*
+		 * Not a NOP standing in, nor the reaper's stop; a request of
+		 * several SQEs is failed at its last (the command set counts).
+		 */
+		if (rq && (void *)rq != URING_STOP &&
+		    uq->ud->cs->cqe(uq->ud, rq, -EIO)) {
 			/* Ours since queue_rq: rq_next is free to link it. */
 			mq_rq_list_add_tail(&failed, rq);
 			nr++;
@@ -279,7 +281,7 @@ static void uring_submit_failed(struct uring_queue *uq, int err)
 	fprintf(stderr, "mqfs: uring %s q%u: submit: %s: %u requests failed "
 		"with EIO\n", uq->ud->dev.name, uq->index, strerror(-err), nr);
 	while ((rq = mq_rq_list_pop(&failed)))
-		mq_complete_request(rq, -EIO);
+		mq_complete_request(rq, rq->status);
 }
 
 /*
@@ -311,35 +313,50 @@ static void uring_submit(struct uring_queue *uq)
 	}
 }
 
-static int uring_queue_rq(struct mq_hw_queue *hctx, struct mq_request *rq,
-			  bool last)
+/* The command set of files and block devices: one SQE a request. */
+static int uring_rw_queue(struct uring_queue *uq, struct mq_request *rq)
 {
-	struct uring_queue *uq = mq_hctx_driver_data(hctx);
 	struct io_uring_sqe *sqe;
 	int ret;
 
 	if (uq->ud->is_bdev && (rq->op == MQ_OP_DISCARD ||
 				rq->op == MQ_OP_WRITE_ZEROES)) {
 		mq_complete_request(rq, uring_blk_range(uq->ud, rq));
-		if (last)
-			uring_submit(uq);
 		return 0;
 	}
+	if (!mq_uring_reserve(uq, 1))
+		return MQ_DEV_BUSY;
 	sqe = io_uring_get_sqe(&uq->ring);
-	if (!sqe) {
-		uring_submit(uq);
-		sqe = io_uring_get_sqe(&uq->ring);
-		if (!sqe)
-			return MQ_DEV_BUSY;
-	}
-	uq->prepared++;
-	uq->unsubmitted++;
+	mq_uring_taken(uq, 1);
 	ret = uring_prep(uq, sqe, rq);
 	if (ret) {
 		/* The SQE is taken: a NOP stands in, its CQE is skipped. */
 		io_uring_prep_nop(sqe);
 		io_uring_sqe_set_data(sqe, NULL);
 	}
+	return ret;
+}
+
+bool mq_uring_reserve(struct uring_queue *uq, unsigned n)
+{
+	if (io_uring_sq_space_left(&uq->ring) >= n)
+		return true;
+	uring_submit(uq);
+	return io_uring_sq_space_left(&uq->ring) >= n;
+}
+
+void mq_uring_taken(struct uring_queue *uq, unsigned n)
+{
+	uq->prepared += n;
+	uq->unsubmitted += n;
+}
+
+static int uring_queue_rq(struct mq_hw_queue *hctx, struct mq_request *rq,
+			  bool last)
+{
+	struct uring_queue *uq = mq_hctx_driver_data(hctx);
+	int ret = uq->ud->cs->queue(uq, rq);
+
 	if (last)
 		uring_submit(uq);
 	return ret;
@@ -390,8 +407,8 @@ static int uring_finish_short(struct uring_dev *ud, struct mq_request *rq,
 	return 0;
 }
 
-static int uring_cqe_status(struct uring_dev *ud, struct mq_request *rq,
-			    int res)
+static int uring_rw_status(struct uring_dev *ud, struct mq_request *rq,
+			   int res)
 {
 	if (res < 0)
 		return res;
@@ -404,6 +421,19 @@ static int uring_cqe_status(struct uring_dev *ud, struct mq_request *rq,
 	}
 	return 0;
 }
+
+static bool uring_rw_cqe(struct uring_dev *ud, struct mq_request *rq, int res)
+{
+	rq->status = uring_rw_status(ud, rq, res);
+	return true;
+}
+
+static const struct uring_cmdset uring_rw_cmdset = {
+	.name = "uring",
+	.pdu_size = sizeof(struct uring_cmd),
+	.queue = uring_rw_queue,
+	.cqe = uring_rw_cqe,
+};
 
 /*
  * Take every ready CQE (up to a batch) and complete them together; adds
@@ -426,8 +456,8 @@ static unsigned uring_reap(struct uring_queue *uq, bool *stop,
 		}
 		if (!rq)		/* a NOP that stood in for a failed prep */
 			continue;
-		rq->status = uring_cqe_status(uq->ud, rq, cqes[i]->res);
-		rqs[nr++] = rq;
+		if (uq->ud->cs->cqe(uq->ud, rq, cqes[i]->res))
+			rqs[nr++] = rq;
 	}
 	io_uring_cq_advance(&uq->ring, n);
 	if (n)
@@ -569,7 +599,7 @@ static int uring_ring_init(struct uring_dev *ud, struct uring_queue *uq)
 	unsigned entries = ud->cfg.queue_depth;
 	int ret;
 
-	p.flags = IORING_SETUP_CQSIZE;
+	p.flags = IORING_SETUP_CQSIZE | ud->cs->ring_flags;
 	p.cq_entries = entries * 2;
 	if (ud->cfg.sqpoll) {
 		p.flags |= IORING_SETUP_SQPOLL;
@@ -597,22 +627,56 @@ static int uring_iov_cmp(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
+/* @iov cut into pieces of at most @chunk bytes (0: whole) into @out. */
+static unsigned uring_cut_bufs(const struct iovec *iov, unsigned nr,
+			       size_t chunk, struct iovec *out)
+{
+	unsigned n = 0;
+
+	for (unsigned i = 0; i < nr; i++) {
+		char *p = iov[i].iov_base;
+		size_t left = iov[i].iov_len;
+
+		do {
+			size_t len = chunk && left > chunk ? chunk : left;
+
+			if (out)
+				out[n] = (struct iovec){ p, len };
+			n++;
+			p += len;
+			left -= len;
+		} while (left);
+	}
+	return n;
+}
+
 int mq_uring_register_buffers(struct mq_dev *dev, const struct iovec *iov,
 			      unsigned nr)
 {
 	struct uring_dev *ud = to_uring(dev);
+	size_t chunk = ud->cs->fixed_chunk;
 	struct iovec *copy;
+	unsigned n;
 
-	if (dev->ops != &uring_ops || ud->queues[0] || !nr)
+	if ((dev->ops != &uring_ops && dev->ops != &uring_nvme_ops) ||
+	    ud->queues[0] || !nr)
 		return -EINVAL;
-	copy = calloc(nr, sizeof(*copy));
+	if (ud->no_fixed_bufs) {
+		fprintf(stderr, "mqfs: nvme %s: fixed buffers need Linux 6.1 "
+			"for NVMe passthrough: plain I/O\n", dev->name);
+		return 0;
+	}
+	n = uring_cut_bufs(iov, nr, chunk, NULL);
+	if (n > URING_MAX_FIXED_BUFS)
+		return -E2BIG;
+	copy = calloc(n, sizeof(*copy));
 	if (!copy)
 		return -ENOMEM;
-	memcpy(copy, iov, nr * sizeof(*copy));
-	qsort(copy, nr, sizeof(*copy), uring_iov_cmp);
+	uring_cut_bufs(iov, nr, chunk, copy);
+	qsort(copy, n, sizeof(*copy), uring_iov_cmp);
 	free(ud->bufs);
 	ud->bufs = copy;
-	ud->nr_bufs = nr;
+	ud->nr_bufs = n;
 	return 0;
 }
 
@@ -722,6 +786,7 @@ static void uring_close(struct mq_dev *dev)
 {
 	struct uring_dev *ud = to_uring(dev);
 
+	mq_uring_nvme_free(ud);
 	close(ud->fd);
 	free(ud->queues);
 	free(ud->bufs);
@@ -736,18 +801,23 @@ static void uring_queue_stats(struct mq_dev *dev, void *priv,
 	s->reaper_runs += atomic_load(&uq->reaps);
 	s->reaped += atomic_load(&uq->reaped);
 	s->reaper_cs += mq_thread_cs(atomic_load(&uq->reaper_tid));
+	if (uq->index == 0 && uq->ud->nvme)
+		mq_uring_nvme_stats(uq->ud, s);	/* per device, counted once */
 }
 
-static const struct mq_dev_ops uring_ops = {
-	.name = "uring",
-	.queue_init = uring_queue_init,
-	.queue_exit = uring_queue_exit,
-	.queue_rq = uring_queue_rq,
-	.commit_rqs = uring_commit_rqs,
-	.queue_stats = uring_queue_stats,
-	.poll = uring_poll,
-	.close = uring_close,
-};
+/* One driver, two names: what the rings carry (uring_rw or NVMe). */
+#define URING_OPS(drv_name) {					\
+	.name = drv_name,					\
+	.queue_init = uring_queue_init,				\
+	.queue_exit = uring_queue_exit,				\
+	.queue_rq = uring_queue_rq,				\
+	.commit_rqs = uring_commit_rqs,				\
+	.queue_stats = uring_queue_stats,			\
+	.poll = uring_poll,					\
+	.close = uring_close,					\
+}
+static const struct mq_dev_ops uring_ops = URING_OPS("uring");
+static const struct mq_dev_ops uring_nvme_ops = URING_OPS("nvme");
 
 /*
  * An image file's exclusive flock, retried every 100 ms for @wait_ms:
@@ -773,24 +843,55 @@ static int uring_lock_file(int fd, const char *path, unsigned wait_ms)
 }
 
 /*
+ * Which command set serves @st under @c->driver: -ENOTBLK when none can
+ * (a char device that is not an NVMe generic one, a directory...), or
+ * when the one forced does not fit the path.
+ */
+static int uring_pick_cmdset(const struct stat *st,
+			     const struct mq_uring_config *c,
+			     const struct uring_cmdset **cs)
+{
+	bool nvme = S_ISCHR(st->st_mode) && mq_uring_nvme_is_generic(st);
+	bool rw = S_ISBLK(st->st_mode) || S_ISREG(st->st_mode);
+
+	switch (c->driver) {
+	case MQ_URING_DRIVER_AUTO:
+		break;
+	case MQ_URING_DRIVER_RW:
+		nvme = false;
+		break;
+	case MQ_URING_DRIVER_NVME:	/* even where sysfs cannot tell */
+		nvme = S_ISCHR(st->st_mode);
+		rw = false;
+		break;
+	}
+	*cs = nvme ? &mq_uring_nvme_cmdset : &uring_rw_cmdset;
+	return nvme || rw ? 0 : -ENOTBLK;
+}
+
+/*
  * O_DIRECT, read-write unless asked otherwise; with @c->exclusive two
  * users must never share the device: O_EXCL for a block device, a flock
- * for an image file.
+ * for an image file or an NVMe generic device (whose open has no O_EXCL;
+ * the flock keeps two mqfs programs apart, not other users).
  */
 static int uring_open_fd(const char *path, const struct mq_uring_config *c,
-			 bool *is_bdev)
+			 bool *is_bdev, const struct uring_cmdset **cs)
 {
-	int flags = (c->readonly ? O_RDONLY : O_RDWR) | O_DIRECT | O_CLOEXEC;
+	int flags = (c->readonly ? O_RDONLY : O_RDWR) | O_CLOEXEC;
 	struct stat st;
 	int fd, err;
 
 	if (stat(path, &st))
 		return -errno;
+	err = uring_pick_cmdset(&st, c, cs);
+	if (err)
+		return err;
 	*is_bdev = S_ISBLK(st.st_mode);
+	if (*cs == &uring_rw_cmdset)
+		flags |= O_DIRECT;
 	if (*is_bdev && c->exclusive)
 		flags |= O_EXCL;
-	else if (!*is_bdev && !S_ISREG(st.st_mode))
-		return -ENOTBLK;
 	fd = open(path, flags);
 	if (fd < 0)
 		return -errno;
@@ -808,7 +909,8 @@ const char *mq_uring_open_hint(int err)
 {
 	switch (err) {
 	case -ENOTBLK:
-		return " (not a regular file or block device)";
+		return " (not a regular file, block device or NVMe generic "
+		       "device /dev/ngXnY)";
 	case -EBUSY:
 		return " (mounted or in use: unmount it first)";
 	case -EROFS:
@@ -839,11 +941,22 @@ int mq_uring_in_use(const char *path)
 	if (flock(fd, LOCK_SH | LOCK_NB))
 		ret = errno == EWOULDBLOCK ? 1 : 0;
 	close(fd);
+	/* An NVMe namespace is also in use when its block device is. */
+	if (!ret && S_ISCHR(st.st_mode) && mq_uring_nvme_is_generic(&st))
+		ret = mq_uring_nvme_in_use(&st);
 	return ret;
 }
 
-static int uring_check_config(struct uring_dev *ud)
+/* Geometry and the configuration's checks, by command set. */
+static int uring_setup(struct uring_dev *ud)
 {
+	int ret;
+
+	if (ud->cs == &mq_uring_nvme_cmdset)
+		return mq_uring_nvme_setup(ud);
+	ret = mq_geometry_probe(ud->fd, &ud->dev.geo, &ud->is_bdev);
+	if (ret)
+		return ret;
 	if (ud->cfg.iopoll && !mq_geometry_poll_capable(ud->fd)) {
 		fprintf(stderr, "mqfs: uring %s: iopoll needs a block device "
 			"with poll queues (queue/io_poll = 1)\n", ud->dev.name);
@@ -869,18 +982,20 @@ int mq_uring_open(const char *path, const struct mq_uring_config *cfg,
 	ret = mq_uring_probe();
 	if (ret)
 		goto err_free;
-	ret = ud->fd = uring_open_fd(path, cfg, &is_bdev);
+	ret = ud->fd = uring_open_fd(path, cfg, &is_bdev, &ud->cs);
 	if (ret < 0)
 		goto err_free;		/* the caller says why: open_hint */
-	ret = mq_geometry_probe(ud->fd, &ud->dev.geo, &ud->is_bdev);
-	if (ret || (ret = uring_check_config(ud)))
+	ret = uring_setup(ud);
+	if (ret)
 		goto err_close;
 	ud->dev.geo.read_only = cfg->readonly;
 	ud->fixed_file = !ud->cfg.no_fixed_files;
 	ud->dev.geo.queue_depth = ud->cfg.queue_depth;
-	ud->dev.geo.max_segments = URING_MAX_SEGS;
-	ud->dev.ops = &uring_ops;
-	ud->dev.rq_pdu_size = sizeof(struct uring_cmd);
+	if (!ud->dev.geo.max_segments)
+		ud->dev.geo.max_segments = URING_MAX_SEGS;
+	ud->dev.ops = ud->cs == &mq_uring_nvme_cmdset ? &uring_nvme_ops
+						   : &uring_ops;
+	ud->dev.rq_pdu_size = ud->cs->pdu_size;
 	ud->dev.polled = ud->cfg.caller_reap;
 	ud->queues = calloc(ud->dev.geo.nr_hw_queues, sizeof(*ud->queues));
 	if (!ud->queues) {
@@ -890,6 +1005,7 @@ int mq_uring_open(const char *path, const struct mq_uring_config *cfg,
 	*out = &ud->dev;
 	return 0;
 err_close:
+	mq_uring_nvme_free(ud);
 	close(ud->fd);
 err_free:
 	free(ud);

@@ -36,6 +36,7 @@ struct bench_opts {
 	bool eager_dispatch, async_run, single_tag, nomerges;
 	uint64_t seed;
 	bool sqpoll;
+	bool iopoll;
 	bool poll;			/* caller-reaped rings, jobs poll */
 	bool fixedbufs;
 	bool complete_in_task;

@@ -26,7 +26,9 @@ static void usage(FILE *f)
 	fprintf(f,
 "usage: mqfs-bench [options]\n"
 "  --dev null|ram|PATH   device (default null); PATH: a file or block\n"
-"                        device through the io_uring driver (O_DIRECT)\n"
+"                        device through the io_uring driver (O_DIRECT),\n"
+"                        or an NVMe generic device /dev/ngXnY (NVMe\n"
+"                        commands, no kernel block layer)\n"
 "  --dev-lat-us N        device latency in microseconds (null; default 0)\n"
 "  --dev-qd N            device queue depth (default 128)\n"
 "  --sched none|mq-deadline   elevator (default mq-deadline)\n"
@@ -47,6 +49,8 @@ static void usage(FILE *f)
 "  --nomerges            A/B: no merging at all\n"
 "  --seed N              random offsets seed (default 1)\n"
 "  --sqpoll              io_uring: kernel submission thread\n"
+"  --iopoll              io_uring: polled completions (the device's poll\n"
+"                        queues; NVMe passthrough: Linux 6.5 or later)\n"
 "  --poll                io_uring: no reaper thread; a job that waits reaps\n"
 "                        its own hardware queue (mq_queue_poll), as fio's\n"
 "                        thread does; --nr-hw-queues defaults to --jobs\n"
@@ -103,7 +107,7 @@ enum {
 	O_DEV = 256, O_LAT, O_DEVQD, O_SCHED, O_RW, O_MIX, O_BS, O_QD, O_JOBS,
 	O_RUNTIME, O_SIZE, O_PLUG, O_NRHW, O_NRREQ, O_QDEPTH, O_EAGER,
 	O_ASYNC, O_SINGLE, O_NOMERGE, O_SEED, O_JSON, O_HELP, O_SQPOLL,
-	O_TASK, O_DELAY, O_FIXEDBUFS, O_POLL,
+	O_TASK, O_DELAY, O_FIXEDBUFS, O_POLL, O_IOPOLL,
 };
 
 static const struct option long_opts[] = {
@@ -122,6 +126,7 @@ static const struct option long_opts[] = {
 	{ "complete-in-task", 0, NULL, O_TASK },
 	{ "complete-delay-us", 1, NULL, O_DELAY },
 	{ "fixedbufs", 0, NULL, O_FIXEDBUFS }, { "poll", 0, NULL, O_POLL },
+	{ "iopoll", 0, NULL, O_IOPOLL },
 	{ NULL, 0, NULL, 0 },
 };
 
@@ -160,6 +165,7 @@ static int set_opt(struct bench_opts *o, int c, const char *arg)
 	case O_SEED: return parse_size(arg, &o->seed);
 	case O_JSON: o->json = true; return 0;
 	case O_SQPOLL: o->sqpoll = true; return 0;
+	case O_IOPOLL: o->iopoll = true; return 0;
 	case O_POLL: o->poll = true; return 0;
 	case O_FIXEDBUFS: o->fixedbufs = true; return 0;
 	case O_TASK: o->complete_in_task = true; return 0;

@@ -336,6 +336,7 @@ static struct mq_dev *bench_open_dev(struct bench_opts *o)
 	}
 	struct mq_uring_config uc = { .queue_depth = o->dev_qd,
 				      .sqpoll = o->sqpoll,
+				      .iopoll = o->iopoll,
 				      .caller_reap = o->poll,
 				      .exclusive = true };
 

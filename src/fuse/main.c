@@ -268,10 +268,10 @@ static int run_mount(struct mqfs_run *r)
 	if (r->cfg.cmd.foreground) {
 		mqfs_bdi_describe(&r->d.bdi, bdi, sizeof(bdi));
 		run_describe_transport(r, how, sizeof(how));
-		fprintf(stderr, "mqfs: %s on %s: transport %s; up to %u "
-			"workers, %u request buffers, writeback limits: %s\n",
-			r->cfg.device, r->mnt, how, r->d.eng.max_workers,
-			r->d.eng.pool.nr, bdi);
+		fprintf(stderr, "mqfs: %s on %s: driver %s, transport %s; up "
+			"to %u workers, %u request buffers, writeback limits: "
+			"%s\n", r->cfg.device, r->mnt, r->dev->ops->name, how,
+			r->d.eng.max_workers, r->d.eng.pool.nr, bdi);
 	}
 	return 0;
 }

@@ -41,7 +41,7 @@ struct opts_raw {
 	char *sched, *queue_depth, *nr_requests, *nr_hw_queues, *plug;
 	char *complete_delay_us, *cache, *errors, *meta_cache, *commit;
 	char *stats, *dontcache_dirty, *fuse_bufs, *bdi_max_ratio;
-	char *transport, *uring_depth;
+	char *transport, *uring_depth, *driver;
 	char *tunables[MQFS_MAX_TUNABLES];
 	int sqpoll, uring_pin, ro, fsname;
 	char *device;
@@ -70,6 +70,7 @@ static const struct fuse_opt raw_opts[] = {
 	RAW("uring_depth=%s", uring_depth),
 	RAW("uring_pin", uring_pin),
 	RAW("sqpoll", sqpoll),
+	RAW("driver=%s", driver),
 	/* Kept for the kernel too: the mount itself is read-only. */
 	FUSE_OPT_KEY("ro", KEY_RO),
 	FUSE_OPT_KEY("fsname=", KEY_FSNAME),
@@ -155,7 +156,7 @@ static void raw_free(struct opts_raw *raw)
 			  &raw->meta_cache, &raw->commit, &raw->stats,
 			  &raw->dontcache_dirty, &raw->fuse_bufs,
 			  &raw->bdi_max_ratio, &raw->transport,
-			  &raw->uring_depth, &raw->device };
+			  &raw->uring_depth, &raw->driver, &raw->device };
 
 	for (size_t i = 0; i < sizeof(strs) / sizeof(strs[0]); i++)
 		free(*strs[i]);
@@ -283,8 +284,10 @@ static int opt_dontcache_dirty(const char *s, uint64_t *out)
 static int check_queue(const struct opts_raw *raw, struct mqfs_config *cfg)
 {
 	static const char *const scheds[] = { "mq-deadline", "none" };
+	/* In the order of enum mq_uring_driver. */
+	static const char *const drivers[] = { "auto", "uring", "nvme" };
 	const struct mq_elevator_type *t = opts_elv();
-	unsigned sched = 0, plug = 1, qd = 0, delay = 0;
+	unsigned sched = 0, plug = 1, qd = 0, delay = 0, driver = 0;
 	int bad = 0;
 
 	bad += !!opt_choice("sched", raw->sched, scheds, 2, &sched);
@@ -304,6 +307,8 @@ static int check_queue(const struct opts_raw *raw, struct mqfs_config *cfg)
 		bad += !!opt_tunable(&t->attrs[i], raw->tunables[i],
 				     sched == 0);
 	cfg->uring.sqpoll = raw->sqpoll;
+	bad += !!opt_choice("driver", raw->driver, drivers, 3, &driver);
+	cfg->uring.driver = (enum mq_uring_driver)driver;
 	return bad;
 }
 
@@ -421,6 +426,9 @@ static void usage(FILE *f)
 "  -o plug=0|1                  batch each request's I/O in a plug [1]\n"
 "  -o complete_delay_us=N       completion worker batching delay [1000]\n"
 "  -o sqpoll                    io_uring kernel submission thread [off]\n"
+"  -o driver=auto|uring|nvme    O_DIRECT I/O, or NVMe commands on an NVMe\n"
+"                               generic device /dev/ngXnY; auto: nvme for\n"
+"                               /dev/ngXnY, uring otherwise [auto]\n"
 "  -o cache=kernel|none|dontcache\n"
 "                               page cache with writeback, direct, or\n"
 "                               uncached write-behind [kernel]; a file's\n"

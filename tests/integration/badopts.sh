@@ -4,7 +4,8 @@
 # sizes, options that need another one, a missing or wrong device or
 # mount point - each is refused with exit 1 and a message naming the
 # culprit, in the foreground and in the background, and nothing is left
-# mounted; so is a second mount of an image already mounted.  The generic mount(8) options are accepted and ignored; every
+# mounted; so is a second mount of an image already mounted, and a
+# driver that does not fit the device (driver=nvme on an image).  The generic mount(8) options are accepted and ignored; every
 # valid option together mounts; -h and -V exit 0.
 . "$(dirname "$0")/lib.sh"
 t_init
@@ -45,6 +46,12 @@ refuse "meta_cache" "$T_IMG" "$T_MNT" -f -o meta_cache=12X
 refuse "meta_cache" "$T_IMG" "$T_MNT" -f -o meta_cache=1K
 refuse "commit" "$T_IMG" "$T_MNT" -f -o commit=-1
 refuse "commit" "$T_IMG" "$T_MNT" -f -o commit=never
+refuse "driver" "$T_IMG" "$T_MNT" -f -o driver=spdk
+# NVMe commands on an image file, or on a char device that is no NVMe
+# namespace: refused, naming the device and why.
+refuse "ngXnY" "$T_IMG" "$T_MNT" -f -o driver=nvme
+refuse "no namespace ID" /dev/null "$T_MNT" -f -o driver=nvme
+refuse "ngXnY" /dev/null "$T_MNT" -f
 refuse "--bogus" "$T_IMG" "$T_MNT" -f --bogus
 refuse "device" -f
 refuse "mount point" "$T_IMG" -f
@@ -72,7 +79,7 @@ grep -q "in use" "$ERR" || { cat "$ERR"; t_fail "second mount: no message"; }
 t_umount
 
 # Every option with a valid value, at once.
-t_mount -o "sched=mq-deadline,read_expire=100,write_expire=1000,fifo_batch=8,writes_starved=1,front_merges=0,async_depth=32,prio_aging_expire=500,queue_depth=64,nr_requests=128,nr_hw_queues=2,plug=0,complete_delay_us=0,sqpoll,cache=none,errors=continue,meta_cache=4M,commit=1"
+t_mount -o "sched=mq-deadline,read_expire=100,write_expire=1000,fifo_batch=8,writes_starved=1,front_merges=0,async_depth=32,prio_aging_expire=500,queue_depth=64,nr_requests=128,nr_hw_queues=2,plug=0,complete_delay_us=0,sqpoll,driver=uring,cache=none,errors=continue,meta_cache=4M,commit=1"
 echo data >"$T_MNT/f" && [ "$(cat "$T_MNT/f")" = data ] || t_fail "I/O"
 t_umount
 t_mount -o sched=none,plug=1,cache=kernel,errors=remount-ro,meta_cache=1G

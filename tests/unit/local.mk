@@ -25,6 +25,7 @@ BLK_UNIT_TESTS = \
 	tests/unit/test_uring_blockdev \
 	tests/unit/test_uring_poll \
 	tests/unit/test_uring_submit \
+	tests/unit/test_nvme \
 	tests/unit/test_complete_task \
 	tests/unit/test_soak \
 	tests/unit/test_submit
@@ -85,6 +86,8 @@ tests_unit_test_stress_SOURCES = tests/unit/test_stress.c \
 	tests/unit/stress_ctl.c
 tests_unit_test_stress_CFLAGS = $(UNIT_CFLAGS)
 tests_unit_test_stress_LDADD = $(UNIT_LDADD)
+tests_unit_test_nvme_CFLAGS = $(UNIT_CFLAGS)
+tests_unit_test_nvme_LDADD = $(UNIT_LDADD)
 tests_unit_test_fault_CFLAGS = $(UNIT_CFLAGS)
 tests_unit_test_fault_LDADD = $(UNIT_LDADD)
 tests_unit_test_uring_open_CFLAGS = $(UNIT_CFLAGS)

@@ -877,12 +877,15 @@ START_TEST(test_attr_list)
 {
 	static const char *const qattrs[] = {
 		"scheduler", "nr_requests", "queue_depth", "nr_hw_queues",
-		"max_sectors_kb", "nomerges", "complete_delay_us",
+		"max_sectors_kb", "nomerges", "complete_delay_us", "driver",
 	};
 	const char *names[32];
 	int n;
 
 	open_null_manual("none");
+	/* The device's driver, read-only. */
+	assert_attr("driver", "null");
+	ck_assert_int_eq(mq_queue_attr_store(q, "driver", "ram"), -EACCES);
 	n = mq_queue_attr_list(q, names, MQ_ARRAY_SIZE(names));
 	ck_assert_int_eq(n, (int)MQ_ARRAY_SIZE(qattrs));
 	for (size_t i = 0; i < MQ_ARRAY_SIZE(qattrs); i++)

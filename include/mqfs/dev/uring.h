@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * dev/uring.h - the io_uring driver (sched/dev/uring.c): direct I/O on
- * a regular file or a block device.
+ * a regular file or a block device, or NVMe commands on an NVMe generic
+ * character device (/dev/ngXnY, sched/dev/nvme.c): the kernel's block
+ * layer is then bypassed and mqfs's is the only one.
  */
 #ifndef MQFS_DEV_URING_H
 #define MQFS_DEV_URING_H
@@ -11,8 +13,16 @@
 #include <sys/uio.h>
 #include "mqfs/mq_dev.h"
 
-/* io_uring driver: direct I/O on a regular file or a block device. */
+/* What the rings carry. */
+enum mq_uring_driver {
+	MQ_URING_DRIVER_AUTO = 0,	/* from the path: ngXnY -> nvme */
+	MQ_URING_DRIVER_RW,		/* "uring": O_DIRECT read/write */
+	MQ_URING_DRIVER_NVME,		/* "nvme": NVMe passthrough */
+};
+
+/* How the io_uring driver opens a path and drives its rings. */
 struct mq_uring_config {
+	enum mq_uring_driver driver;
 	unsigned queue_depth;		/* ring slots per queue; default 128 */
 	bool sqpoll;			/* kernel submission thread */
 	bool iopoll;			/* polled completions (poll queues) */
