@@ -8,6 +8,7 @@ EXTRA_DIST += \
 	contrib/bench/inode-memory \
 	contrib/bench/fs-vs-raw \
 	contrib/bench/meta \
+	contrib/bench/nvme-guest \
 	contrib/bench/uring-vs-fio \
 	contrib/fio/compare-fill.fio \
 	contrib/fio/compare-randread-4k-qd32.fio \
@@ -32,5 +33,6 @@ EXTRA_DIST += \
 	contrib/fio/dontcache-F-direct.fio \
 	contrib/scripts/build.sh \
 	contrib/scripts/demo.sh \
+	contrib/scripts/guest-kernel.sh \
 	contrib/scripts/setup-debian.sh \
 	contrib/scripts/test.sh

@@ -12,3 +12,4 @@ TESTS += tests/layers.sh
 EXTRA_DIST += tests/layers.sh
 
 include tests/integration/local.mk
+include tests/nvme/local.mk

@@ -3,14 +3,17 @@
 # Install the Debian 12 packages mqfs needs, only when one is missing.
 # Non-interactive: CI has no standard input.
 #
-#   setup-debian.sh            build and test (make check, the demo)
+#   setup-debian.sh            build and test (make check, the demo;
+#                              QEMU, busybox-static and cpio for the
+#                              NVMe guest of make check-nvme)
 #   setup-debian.sh --bench    and the benchmarks' references (fuse2fs,
 #                              ext4 tools, gnuplot, git for the builds of
 #                              other revisions)
 set -eu
 
 PKGS="build-essential autoconf automake pkg-config libfuse3-dev fuse3 \
-liburing-dev libxxhash-dev check fio python3 libcap2-bin clang"
+liburing-dev libxxhash-dev check fio python3 libcap2-bin clang \
+qemu-system-x86 busybox-static cpio"
 case ${1:-} in
 --bench) PKGS="$PKGS fuse2fs e2fsprogs gnuplot-nox git" ;;
 '') ;;
