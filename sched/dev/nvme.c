@@ -242,7 +242,6 @@ static bool nvme_cqe(struct uring_dev *ud, struct mq_request *rq, int res)
 }
 
 const struct uring_cmdset mq_uring_nvme_cmdset = {
-	.name = "nvme",
 	.ring_flags = IORING_SETUP_SQE128 | IORING_SETUP_CQE32,
 	.pdu_size = sizeof(struct nvme_pdu),
 	.fixed_chunk = NVME_FIXED_CHUNK,

@@ -429,7 +429,6 @@ static bool uring_rw_cqe(struct uring_dev *ud, struct mq_request *rq, int res)
 }
 
 static const struct uring_cmdset uring_rw_cmdset = {
-	.name = "uring",
 	.pdu_size = sizeof(struct uring_cmd),
 	.queue = uring_rw_queue,
 	.cqe = uring_rw_cqe,

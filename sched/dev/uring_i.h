@@ -22,8 +22,8 @@ struct uring_dev;
 struct nvme_ns;
 struct stat;
 
+/* Named by the device's ops table (uring.c's "uring" and "nvme"). */
 struct uring_cmdset {
-	const char *name;		/* "uring", "nvme": for messages */
 	unsigned ring_flags;		/* IORING_SETUP_ flags it needs */
 	size_t pdu_size;		/* per-request context */
 	/*
