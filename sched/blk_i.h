@@ -26,6 +26,8 @@
 #define MQ_DEFAULT_RQ		128	/* BLKDEV_DEFAULT_RQ */
 #define MQ_NR_CTX		64	/* software contexts (thread slots) */
 #define MQ_MAX_HW_QUEUES	64
+/* Past the thread slots, one context per poll queue. */
+#define MQ_ALL_CTX		(MQ_NR_CTX + MQ_MAX_HW_QUEUES)
 #define MQ_RESOURCE_DELAY_NS	3000000	/* BLK_MQ_RESOURCE_DELAY */
 #define MQ_DEFAULT_MAX_SECTORS_KB 512
 #define MQ_COMPLETE_DELAY_NS	1000000	/* complete_delay_us = 1000 */
@@ -118,6 +120,7 @@ struct mq_hw_queue {
 	struct mq_tags *tags;		/* driver tags (queue_depth) */
 	struct mq_tags *sched_tags;	/* scheduler tags, with an elevator */
 	struct mq_elevator *elevator;	/* this queue's instance; NULL: none */
+	bool polled;			/* completes only through ->poll */
 
 	_Atomic int run_state mq_cacheline_aligned;
 	_Atomic bool sched_restart;	/* a completion must re-run us */
@@ -142,10 +145,11 @@ struct mq_hw_queue {
 struct mq_queue {
 	struct mq_dev *dev;
 	struct mq_queue_config cfg;
-	unsigned nr_hw_queues;
+	unsigned nr_hw_queues;		/* poll queues included */
+	unsigned nr_poll_queues;	/* the last ones; 0: none */
 	unsigned queue_depth;
 	unsigned nr_requests;
-	bool polled;			/* completions only through ->poll */
+	bool polled;			/* every queue: only through ->poll */
 	struct mq_merge_limits limits;
 	/* The elevator type; one instance per hardware queue.  NULL: none. */
 	const struct mq_elevator_type *elv_type;
@@ -160,11 +164,19 @@ struct mq_queue {
 	pthread_mutex_t attr_lock;	/* elevator switch vs tunables */
 	pthread_cond_t freeze_cond;
 
-	struct mq_sw_ctx ctxs[MQ_NR_CTX];
+	/* The thread slots', then the poll queues' (mq_queue_nr_ctxs). */
+	struct mq_sw_ctx ctxs[MQ_ALL_CTX];
 };
 
 /* The calling thread's software context on @q. */
 struct mq_sw_ctx *mq_ctx_current(struct mq_queue *q);
+/* The context of the poll queue the thread is bound to, or NULL. */
+struct mq_sw_ctx *mq_ctx_poll(struct mq_queue *q);
+
+static inline unsigned mq_queue_nr_ctxs(const struct mq_queue *q)
+{
+	return MQ_NR_CTX + q->nr_poll_queues;
+}
 
 /* tag.c */
 struct mq_tags *mq_tags_alloc(unsigned depth, size_t pdu_size);

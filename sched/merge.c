@@ -4,7 +4,8 @@
  *
  * The eligibility rules follow the kernel's blk_rq_merge_ok(): same
  * operation (so same direction), same priority class, neither marked
- * NOMERGE, and the result within the queue's size and segment limits.
+ * NOMERGE, both polled or neither (they go to different hardware
+ * queues), and the result within the queue's size and segment limits.
  * Only reads and writes merge; flushes, discards and write-zeroes travel
  * alone.
  */
@@ -29,6 +30,8 @@ enum mq_elv_merge mq_rq_try_merge(const struct mq_request *rq,
 {
 	if (!mq_rq_mergeable(rq) || rq->op != bio->op ||
 	    rq->prio_class != bio->prio_class ||
+	    /* A plug holds both kinds; each has its own hardware queue. */
+	    ((rq->cmd_flags ^ bio->flags) & MQ_REQ_POLLED) ||
 	    (bio->flags & MQ_REQ_NOMERGE) || !merge_fits(rq, bio->size, 1, lim))
 		return MQ_ELV_NO_MERGE;
 	if (mq_rq_end_sector(rq) == bio->sector)

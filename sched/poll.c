@@ -9,6 +9,12 @@
  * waiting submitter per batch.  The price is that every wait for a
  * completion must poll: mq_queue_poll() for callers, and the block
  * layer's own waits (a tag, a drain or freeze) through the helpers here.
+ *
+ * A device may instead offer poll queues beside its reaped ones (the
+ * kernel's nvme poll_queues): only bios flagged MQ_REQ_POLLED by a thread
+ * bound to one go there (submit.c), and only pollers complete them - the
+ * bound thread in its own loop, woken through the queue's poll fd, and the
+ * threads that wait for such I/O without having submitted it.
  */
 #include <errno.h>
 #include "blk_i.h"
@@ -37,7 +43,48 @@ unsigned mq_queue_poll_all(struct mq_queue *q)
 	unsigned done = 0;
 
 	for (unsigned i = 0; i < q->nr_hw_queues; i++) {
-		int n = mq_hctx_poll(q->hctxs[i], 1);
+		int n = q->hctxs[i]->polled ? mq_hctx_poll(q->hctxs[i], 1) : 0;
+
+		if (n > 0)
+			done += (unsigned)n;
+	}
+	return done;
+}
+
+static struct mq_hw_queue *poll_queue(struct mq_queue *q, unsigned index)
+{
+	if (index >= q->nr_poll_queues)
+		return NULL;
+	return q->hctxs[q->nr_hw_queues - q->nr_poll_queues + index];
+}
+
+int mq_queue_poll_queue(struct mq_queue *q, unsigned index,
+			unsigned min_complete)
+{
+	struct mq_hw_queue *hctx = poll_queue(q, index);
+
+	if (!hctx)
+		return -EOPNOTSUPP;
+	mq_flush_plug();
+	return mq_hctx_poll(hctx, min_complete);
+}
+
+int mq_queue_poll_fd(struct mq_queue *q, unsigned index)
+{
+	struct mq_hw_queue *hctx = poll_queue(q, index);
+
+	if (!hctx || !q->dev->ops->poll_fd)
+		return -EOPNOTSUPP;
+	return q->dev->ops->poll_fd(hctx);
+}
+
+unsigned mq_queue_poll_polled(struct mq_queue *q)
+{
+	unsigned done = 0;
+
+	mq_flush_plug();
+	for (unsigned i = 0; i < q->nr_poll_queues; i++) {
+		int n = mq_hctx_poll(poll_queue(q, i), 1);
 
 		if (n > 0)
 			done += (unsigned)n;

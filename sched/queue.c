@@ -27,6 +27,29 @@ struct mq_sw_ctx *mq_ctx_current(struct mq_queue *q)
 	return &q->ctxs[task_slot];
 }
 
+static _Thread_local int task_poll_queue = -1;
+
+int mq_set_task_poll_queue(int index)
+{
+	int old = task_poll_queue;
+
+	task_poll_queue = index < 0 ? -1 : index;
+	return old;
+}
+
+struct mq_sw_ctx *mq_ctx_poll(struct mq_queue *q)
+{
+	if (task_poll_queue < 0 || !q->nr_poll_queues)
+		return NULL;
+	return &q->ctxs[MQ_NR_CTX + (unsigned)task_poll_queue %
+					q->nr_poll_queues];
+}
+
+unsigned mq_queue_nr_poll_queues(const struct mq_queue *q)
+{
+	return q->nr_poll_queues;
+}
+
 _Thread_local unsigned mq_in_completion;
 
 void mq_queue_enter(struct mq_queue *q, struct mq_sw_ctx *ctx, long nr)
@@ -76,7 +99,7 @@ static long queue_usage(struct mq_queue *q)
 {
 	long sum = 0;
 
-	for (unsigned i = 0; i < MQ_NR_CTX; i++)
+	for (unsigned i = 0; i < mq_queue_nr_ctxs(q); i++)
 		sum += atomic_load(&q->ctxs[i].usage);
 	return sum;
 }
@@ -112,7 +135,7 @@ static void queue_wait_unused(struct mq_queue *q)
 	atomic_fetch_add(&q->usage_waiters, 1);
 	pthread_mutex_lock(&q->freeze_lock);
 	while (queue_usage(q) != 0 || atomic_load(&q->task_pending)) {
-		if (q->polled)
+		if (q->polled || q->nr_poll_queues)
 			queue_poll_wait_locked(q);
 		else
 			pthread_cond_wait(&q->freeze_cond, &q->freeze_lock);
@@ -322,6 +345,7 @@ static int hctx_alloc(struct mq_queue *q, unsigned index,
 	memset(hctx, 0, sizeof(*hctx));
 	hctx->q = q;
 	hctx->index = index;
+	hctx->polled = mq_dev_queue_polled(q->dev, index);
 	mq_lock_init_short(&hctx->lock);
 	mq_list_init(&hctx->dispatch);
 	hctx->tags = mq_tags_alloc(q->queue_depth, q->dev->rq_pdu_size);
@@ -378,28 +402,42 @@ static void queue_set_limits(struct mq_queue *q)
 	q->limits.max_segs = g->max_segments ? g->max_segments : 128;
 }
 
-static void queue_set_depths(struct mq_queue *q)
+/* -EOPNOTSUPP: more poll queues asked for than the device offers. */
+static int queue_set_depths(struct mq_queue *q)
 {
 	const struct mq_dev_geometry *g = &q->dev->geo;
 
 	q->nr_hw_queues = q->cfg.nr_hw_queues ? q->cfg.nr_hw_queues : 1;
 	if (g->nr_hw_queues && q->nr_hw_queues > g->nr_hw_queues)
 		q->nr_hw_queues = g->nr_hw_queues;
-	if (q->nr_hw_queues > MQ_MAX_HW_QUEUES)
-		q->nr_hw_queues = MQ_MAX_HW_QUEUES;
+	if (q->cfg.nr_poll_queues > g->nr_poll_queues ||
+	    q->cfg.nr_poll_queues >= MQ_MAX_HW_QUEUES)
+		return -EOPNOTSUPP;
+	q->nr_poll_queues = q->cfg.nr_poll_queues;
+	if (q->nr_hw_queues > MQ_MAX_HW_QUEUES - q->nr_poll_queues)
+		q->nr_hw_queues = MQ_MAX_HW_QUEUES - q->nr_poll_queues;
+	/* The poll queues come after the others; the driver hears where. */
+	q->dev->poll_base = q->nr_poll_queues ? q->nr_hw_queues : 0;
+	q->nr_hw_queues += q->nr_poll_queues;
 	q->queue_depth = q->cfg.queue_depth ? q->cfg.queue_depth
 					    : (g->queue_depth ? g->queue_depth : 64);
 	q->nr_requests = q->cfg.nr_requests ? q->cfg.nr_requests
 			 : 2 * MQ_MIN(q->queue_depth, (unsigned)MQ_DEFAULT_RQ);
+	return 0;
 }
 
+/* Thread slots onto the queues before the poll queues, then one context
+ * for each poll queue. */
 static void queue_map_ctxs(struct mq_queue *q)
 {
-	for (unsigned i = 0; i < MQ_NR_CTX; i++) {
+	unsigned nr_default = q->nr_hw_queues - q->nr_poll_queues;
+
+	for (unsigned i = 0; i < mq_queue_nr_ctxs(q); i++) {
 		struct mq_sw_ctx *ctx = &q->ctxs[i];
 
 		ctx->index = i;
-		ctx->hctx = q->hctxs[i % q->nr_hw_queues];
+		ctx->hctx = q->hctxs[i < MQ_NR_CTX ? i % nr_default
+						   : nr_default + i - MQ_NR_CTX];
 		/* Spread the slots' starting points over the bitmap. */
 		ctx->tag_hint = (i * 2654435761u) % q->queue_depth;
 		ctx->sched_tag_hint = (i * 2654435761u) % q->nr_requests;
@@ -430,7 +468,11 @@ int mq_queue_create(struct mq_dev *dev, const struct mq_queue_config *cfg,
 	q->cfg = *cfg;
 	q->polled = dev->polled;
 	atomic_store(&q->complete_delay_ns, MQ_COMPLETE_DELAY_NS);
-	queue_set_depths(q);
+	err = queue_set_depths(q);
+	if (err) {
+		free(q);
+		return err;
+	}
 	queue_set_limits(q);
 	pthread_mutex_init(&q->freeze_lock, NULL);
 	pthread_mutex_init(&q->attr_lock, NULL);

@@ -37,8 +37,11 @@ void mq_queue_stats_print(struct mq_queue *q, FILE *out)
 		return;
 	if (mq_queue_attr_show(q, "driver", driver, sizeof(driver)))
 		driver[0] = '\0';
-	fprintf(out, "scheduler %s, %u hardware queue(s), driver %s\n",
-		mq_queue_elevator_name(q), s.nr_hw_queues, driver);
+	fprintf(out, "scheduler %s, %u hardware queue(s)",
+		mq_queue_elevator_name(q), s.nr_hw_queues);
+	if (s.nr_poll_queues)
+		fprintf(out, " (%u of them poll queues)", s.nr_poll_queues);
+	fprintf(out, ", driver %s\n", driver);
 	stats_print_dir(out, &s, MQ_DIR_READ, "read");
 	stats_print_dir(out, &s, MQ_DIR_WRITE, "write");
 	fprintf(out, "  merges: plug=%" PRIu64 " elevator=%" PRIu64

@@ -153,6 +153,14 @@ void mq_submit_bio(struct mq_queue *q, struct mq_bio *bio)
 	}
 	if (bio->prio_class == MQ_PRIO_NONE && !(bio->flags & MQ_REQ_META))
 		bio->prio_class = (uint8_t)task_prio;
+	if (bio->flags & MQ_REQ_POLLED) {
+		struct mq_sw_ctx *pctx = mq_ctx_poll(q);
+
+		if (pctx)
+			ctx = pctx;
+		else
+			bio->flags &= (uint16_t)~MQ_REQ_POLLED;
+	}
 	mq_queue_enter(q, ctx, 1);
 	mq_stat_inc_shared(&ctx->stats.bios[mq_op_dir(bio->op)], 1);
 	if (submit_try_merge(q, ctx, plug, bio)) {

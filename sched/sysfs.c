@@ -244,11 +244,12 @@ int mq_queue_get_stats(struct mq_queue *q, int hctx, struct mq_queue_stats *out)
 	if (hctx >= (int)q->nr_hw_queues)
 		return -EINVAL;
 	out->nr_hw_queues = q->nr_hw_queues;
+	out->nr_poll_queues = q->nr_poll_queues;
 	for (unsigned i = 0; i < q->nr_hw_queues; i++)
 		if (hctx < 0 || (unsigned)hctx == i)
 			stats_add_hctx(out, q->hctxs[i]);
 	/* Submission counters live per thread slot, not per hw queue. */
-	for (unsigned i = 0; i < MQ_NR_CTX; i++)
+	for (unsigned i = 0; i < mq_queue_nr_ctxs(q); i++)
 		if (hctx < 0 || q->ctxs[i].hctx->index == (unsigned)hctx)
 			stats_add_ctx(out, &q->ctxs[i]);
 	return 0;

@@ -176,7 +176,7 @@ static int tag_wait(struct mq_hw_queue *hctx, struct mq_tags *t,
 		struct mq_sbq_wait_state *ws = mq_sbq_wait_ptr(sbq, &wait_index);
 		struct mq_sbq_waiter w;
 
-		if (hctx->q->polled) {
+		if (hctx->polled) {
 			tag = tag_poll(hctx, sbq, hint, shallow);
 			if (tag >= 0)
 				return tag;
@@ -241,7 +241,8 @@ struct mq_request *mq_alloc_request(struct mq_queue *q, struct mq_sw_ctx *ctx,
 	unsigned shallow;
 	int tag;
 
-	if (plug && plug->cached_q == q && !mq_rq_list_empty(&plug->cached_rqs)) {
+	if (plug && plug->cached_q == q && !mq_rq_list_empty(&plug->cached_rqs) &&
+	    plug->cached_rqs.head->hctx == hctx) {
 		/* A cached request holds its own usage reference. */
 		mq_queue_exit(q, ctx, 1);
 		return mq_rq_list_pop(&plug->cached_rqs);

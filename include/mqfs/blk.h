@@ -47,6 +47,13 @@ enum {
 	MQ_REQ_DONTCACHE	= 1u << 3,	/* uncached write-behind */
 	MQ_REQ_NOMERGE		= 1u << 4,	/* never merge this one */
 	MQ_REQ_COMPLETE_IN_TASK	= 1u << 5,	/* end_io needs task context */
+	/*
+	 * May go to the submitting thread's poll queue (mq_set_task_poll_queue)
+	 * and complete only when someone polls it: set on I/O whose waiters
+	 * all poll (the kernel's REQ_POLLED).  Ignored, and cleared, for a
+	 * thread with no poll queue.
+	 */
+	MQ_REQ_POLLED		= 1u << 6,
 };
 
 /* I/O priority classes, as ioprio(7).  NONE is served as BE. */
@@ -257,6 +264,14 @@ struct mq_plug *mq_current_plug(void);
 struct mq_queue_config {
 	const char *elevator;		/* "none" or "mq-deadline" (default) */
 	unsigned nr_hw_queues;		/* default 1, capped by the driver */
+	/*
+	 * Poll queues besides them (the kernel's nvme poll_queues): indexes
+	 * nr_hw_queues.. of the hardware queues; they carry only the
+	 * MQ_REQ_POLLED bios of threads bound to them and complete only in
+	 * mq_queue_poll_queue().  Default 0; the device must offer them
+	 * (mq_dev_geometry.nr_poll_queues), else -EOPNOTSUPP.
+	 */
+	unsigned nr_poll_queues;
 	unsigned queue_depth;		/* driver tags; default: the driver's */
 	unsigned nr_requests;		/* scheduler tags; 2*min(qd,128) */
 	unsigned max_sectors_kb;	/* largest merged request; 512 */
@@ -329,7 +344,8 @@ struct mq_queue_stats {
 	uint64_t dev_status_errors, dev_sync_rqs;
 	uint32_t dev_last_status;
 	unsigned dispatch_busy;			/* EWMA, 0..16 */
-	unsigned nr_hw_queues;
+	unsigned nr_hw_queues;			/* poll queues included */
+	unsigned nr_poll_queues;
 };
 
 /* Sum over all hardware queues (@hctx < 0) or one of them. */
@@ -382,5 +398,41 @@ void mq_queue_drain(struct mq_queue *q);
  * or another -errno.
  */
 int mq_queue_poll(struct mq_queue *q, unsigned min_complete);
+
+/*
+ * Poll queues (mq_queue_config.nr_poll_queues): a thread that will reap
+ * its own I/O binds itself to one, and its MQ_REQ_POLLED bios go there
+ * instead of to its hardware queue.  Nothing else reaps a poll queue: the
+ * bound thread polls it in its loop, woken by mq_queue_poll_fd(), and any
+ * thread that waits for MQ_REQ_POLLED I/O it did not submit polls them
+ * all (mq_queue_poll_polled).
+ *
+ * mq_set_task_poll_queue - bind the calling thread to poll queue @index
+ * (taken modulo the queue's count), or unbind it with -1; for every queue
+ * the thread submits to.  Returns the binding before.
+ */
+int mq_set_task_poll_queue(int index);
+/* The queue's count of poll queues (0: none). */
+unsigned mq_queue_nr_poll_queues(const struct mq_queue *q);
+/*
+ * Reap poll queue @index in the calling thread: as mq_queue_poll(), except
+ * that with @min_complete 0 a queue another thread is reaping reports 0
+ * at once (that thread takes what is ready).
+ */
+int mq_queue_poll_queue(struct mq_queue *q, unsigned index,
+			unsigned min_complete);
+/*
+ * A file descriptor that becomes readable (an eventfd's counter: read 8
+ * bytes to reset it) each time poll queue @index has completions to reap;
+ * owned by the queue.  -EOPNOTSUPP when the device cannot say (an IOPOLL
+ * ring finds completions only when entered).
+ */
+int mq_queue_poll_fd(struct mq_queue *q, unsigned index);
+/*
+ * Reap every poll queue, blocking on each that has I/O in flight until
+ * one of its requests completes; returns the requests completed.  For a
+ * thread that waits for MQ_REQ_POLLED I/O of other threads.
+ */
+unsigned mq_queue_poll_polled(struct mq_queue *q);
 
 #endif /* MQFS_BLK_H */

@@ -29,6 +29,7 @@ struct mq_dev_geometry {
 	uint32_t max_hw_sectors;	/* largest request, sectors */
 	uint16_t max_segments;		/* most bios per request */
 	unsigned nr_hw_queues;		/* most queues the device offers */
+	unsigned nr_poll_queues;	/* most poll queues besides them */
 	unsigned queue_depth;		/* default in-flight slots per queue */
 	bool flush, fua, discard, write_zeroes;
 	bool read_only;			/* opened read-only: writes fail */
@@ -90,6 +91,12 @@ struct mq_dev_ops {
 	 * end_io it runs must work.
 	 */
 	int (*poll)(struct mq_hw_queue *hctx, unsigned min_complete);
+	/*
+	 * Optional.  An fd, the driver's, that becomes readable when the
+	 * polled queue @hctx has completions to reap (mq_queue_poll_fd), or
+	 * -errno.
+	 */
+	int (*poll_fd)(struct mq_hw_queue *hctx);
 	/* Required.  Release the device; every queue has exited. */
 	void (*close)(struct mq_dev *dev);
 };
@@ -105,7 +112,20 @@ struct mq_dev {
 	 * core then polls where it would sleep waiting for completions.
 	 */
 	bool polled;
+	/*
+	 * Set by the core before the first queue_init: hardware queues at
+	 * and past this index are poll queues (mq_queue_config.nr_poll_queues,
+	 * within geo.nr_poll_queues), reaped only inside ->poll.
+	 */
+	unsigned poll_base;
 };
+
+/* Is hardware queue @index of @dev reaped only inside ->poll? */
+static inline bool mq_dev_queue_polled(const struct mq_dev *dev,
+				       unsigned index)
+{
+	return dev->polled || (dev->poll_base && index >= dev->poll_base);
+}
 
 /*
  * Does @dev's ops table hold every required op (and poll for a polled

@@ -26,6 +26,8 @@ int mq_dev_check_ops(const struct mq_dev *dev)
 		missing = "close";
 	else if (dev->polled && !o->poll)
 		missing = "poll (the device is polled)";
+	else if (dev->geo.nr_poll_queues && !o->poll)
+		missing = "poll (it offers poll queues)";
 	if (!missing)
 		return 0;
 	fprintf(stderr, "mqfs: %s: the driver%s%s has no %s\n", dev->name,

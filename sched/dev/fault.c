@@ -692,6 +692,7 @@ static void fault_setup(struct fault_dev *fd, struct mq_dev *lower,
 	snprintf(fd->dev.name, sizeof(fd->dev.name), "fault(%.48s)",
 		 lower->name);
 	*g = lower->geo;
+	g->nr_poll_queues = 0;		/* its clones are reaped, not polled */
 	if (cfg->queue_depth)
 		g->queue_depth = cfg->queue_depth;
 	g->max_segments = g->max_segments ?

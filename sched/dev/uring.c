@@ -24,7 +24,10 @@
  * (mq_dev.polled) and the threads that wait reap through ->poll, one at a
  * time per ring under poll_lock, blocking in io_uring_enter(GETEVENTS) as
  * fio's single thread does.  @inflight counts the CQEs still to come, so a
- * poller never waits on a ring that owes it nothing.
+ * poller never waits on a ring that owes it nothing.  The poll queues a
+ * queue asks for (mq_dev.poll_base) are such rings beside reaped ones; an
+ * eventfd registered on one (->poll_fd) tells a thread that waits for
+ * other things too - FUSE requests on its own ring - when to poll it.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -35,6 +38,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <sys/file.h>
 #include <sys/ioctl.h>
 #include <sys/uio.h>
@@ -48,6 +52,8 @@
 #define URING_REAP_BATCH	64
 /* The kernel's IORING_MAX_REG_BUFFERS. */
 #define URING_MAX_FIXED_BUFS	16384u
+/* Rings with no reaper a queue may ask for besides (poll queues). */
+#define URING_MAX_POLL_QUEUES	32u
 
 /* Per-request driver context, allocated with the request. */
 struct uring_cmd {
@@ -542,7 +548,8 @@ static int uring_poll_queue(struct uring_queue *uq, unsigned min_complete)
 
 	if (atomic_load(&uq->poll_owner) == &uring_self)
 		return uring_poll_locked(uq, min_complete);
-	if (uring_polls_held) {
+	if (uring_polls_held || !min_complete) {
+		/* Nothing to wait for: the one who reaps takes what is ready. */
 		if (pthread_mutex_trylock(&uq->poll_lock))
 			return 0;
 	} else {
@@ -563,9 +570,33 @@ static int uring_poll(struct mq_hw_queue *hctx, unsigned min_complete)
 {
 	struct uring_queue *uq = mq_hctx_driver_data(hctx);
 
-	if (!uq->ud->cfg.caller_reap)
+	if (!uq->polled)
 		return -EOPNOTSUPP;
 	return uring_poll_queue(uq, min_complete);
+}
+
+/* Signalled at every CQE the ring posts, whoever reaps it. */
+static int uring_poll_fd(struct mq_hw_queue *hctx)
+{
+	struct uring_queue *uq = mq_hctx_driver_data(hctx);
+	int ret = 0;
+
+	if (!uq->polled || uq->ud->cfg.iopoll)
+		return -EOPNOTSUPP;	/* IOPOLL CQEs appear only when entered */
+	pthread_mutex_lock(&uq->poll_lock);
+	if (uq->efd < 0) {
+		uq->efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+		if (uq->efd < 0)
+			ret = -errno;
+		else
+			ret = io_uring_register_eventfd(&uq->ring, uq->efd);
+		if (ret && uq->efd >= 0) {
+			close(uq->efd);
+			uq->efd = -1;
+		}
+	}
+	pthread_mutex_unlock(&uq->poll_lock);
+	return ret ? ret : uq->efd;
 }
 
 /*
@@ -689,6 +720,8 @@ static int uring_queue_init(struct mq_dev *dev, unsigned index, void **priv)
 		return -ENOMEM;
 	uq->ud = ud;
 	uq->index = index;
+	uq->polled = mq_dev_queue_polled(dev, index);
+	uq->efd = -1;
 	ret = uring_ring_init(ud, uq);
 	if (ret) {
 		fprintf(stderr, "mqfs: uring %s q%u: setup: %s\n", dev->name,
@@ -697,7 +730,7 @@ static int uring_queue_init(struct mq_dev *dev, unsigned index, void **priv)
 		return ret;
 	}
 	pthread_mutex_init(&uq->poll_lock, NULL);
-	if (!ud->cfg.caller_reap) {
+	if (!uq->polled) {
 		ret = -pthread_create(&uq->reaper, NULL, uring_reaper_main, uq);
 		if (ret) {
 			pthread_mutex_destroy(&uq->poll_lock);
@@ -775,6 +808,10 @@ static void uring_queue_exit(struct mq_dev *dev, unsigned index, void *priv)
 		io_uring_unregister_files(&uq->ring);
 	if (uq->ud->nr_bufs)
 		io_uring_unregister_buffers(&uq->ring);
+	if (uq->efd >= 0) {
+		io_uring_unregister_eventfd(&uq->ring);
+		close(uq->efd);
+	}
 	io_uring_queue_exit(&uq->ring);
 	pthread_mutex_destroy(&uq->poll_lock);
 	to_uring(dev)->queues[index] = NULL;
@@ -813,6 +850,7 @@ static void uring_queue_stats(struct mq_dev *dev, void *priv,
 	.commit_rqs = uring_commit_rqs,				\
 	.queue_stats = uring_queue_stats,			\
 	.poll = uring_poll,					\
+	.poll_fd = uring_poll_fd,				\
 	.close = uring_close,					\
 }
 static const struct mq_dev_ops uring_ops = URING_OPS("uring");
@@ -996,7 +1034,9 @@ int mq_uring_open(const char *path, const struct mq_uring_config *cfg,
 						   : &uring_ops;
 	ud->dev.rq_pdu_size = ud->cs->pdu_size;
 	ud->dev.polled = ud->cfg.caller_reap;
-	ud->queues = calloc(ud->dev.geo.nr_hw_queues, sizeof(*ud->queues));
+	ud->dev.geo.nr_poll_queues = URING_MAX_POLL_QUEUES;
+	ud->queues = calloc(ud->dev.geo.nr_hw_queues + URING_MAX_POLL_QUEUES,
+			    sizeof(*ud->queues));
 	if (!ud->queues) {
 		ret = -ENOMEM;
 		goto err_close;

@@ -69,7 +69,9 @@ struct uring_queue {
 	pthread_t reaper;
 	bool reaper_running;
 	bool broken;			/* a submit was refused for good */
-	/* caller_reap: one poller at a time; @poll_owner names it. */
+	bool polled;			/* no reaper: caller_reap, a poll queue */
+	int efd;			/* poll_fd's eventfd, or -1 */
+	/* Polled: one poller at a time; @poll_owner names it. */
 	pthread_mutex_t poll_lock;
 	_Atomic(const void *) poll_owner;
 	_Atomic uint64_t reaps, reaped;	/* reap runs, requests completed */

@@ -24,6 +24,7 @@ BLK_UNIT_TESTS = \
 	tests/unit/test_uring_rings \
 	tests/unit/test_uring_blockdev \
 	tests/unit/test_uring_poll \
+	tests/unit/test_poll_queue \
 	tests/unit/test_uring_submit \
 	tests/unit/test_nvme \
 	tests/unit/test_complete_task \
@@ -100,6 +101,8 @@ tests_unit_test_uring_blockdev_CFLAGS = $(UNIT_CFLAGS)
 tests_unit_test_uring_blockdev_LDADD = $(UNIT_LDADD)
 tests_unit_test_uring_poll_CFLAGS = $(UNIT_CFLAGS)
 tests_unit_test_uring_poll_LDADD = $(UNIT_LDADD)
+tests_unit_test_poll_queue_CFLAGS = $(UNIT_CFLAGS)
+tests_unit_test_poll_queue_LDADD = $(UNIT_LDADD)
 tests_unit_test_uring_submit_CFLAGS = $(UNIT_CFLAGS)
 tests_unit_test_uring_submit_LDADD = $(UNIT_LDADD)
 tests_unit_test_complete_task_CFLAGS = $(UNIT_CFLAGS)
