@@ -48,7 +48,7 @@ static int attr_set_size(struct mqfs_fs *fs, struct mqfs_ino *ip,
 	if (size == ip->d.size)
 		return 0;
 	/* In-flight unlocked I/O must not land in blocks being freed. */
-	mqfs_ino_dio_wait(ip);
+	mqfs_ino_dio_wait(fs, ip);
 	err = mqfs_file_truncate(fs, ip, size);
 	*changed = !err;
 	return err;
@@ -275,7 +275,7 @@ int mqfs_release(struct mqfs_fs *fs, struct mqfs_file *f)
 	pthread_mutex_lock(&fs->files_lock);
 	mq_list_del_init(&f->open_node);
 	pthread_mutex_unlock(&fs->files_lock);
-	mqfs_file_reads_drain(f);
+	mqfs_file_reads_drain(fs, f);
 	mqfs_ra_release(fs, &f->ra);
 	mqfs_ino_open_dec(fs, f->ip);
 	mqfs_iput(fs, f->ip);

@@ -16,6 +16,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "fs_i.h"
 
@@ -129,6 +130,20 @@ void mqfs_bioset_submit(struct mq_queue *q, struct mqfs_bioset *s)
 	for (unsigned i = 0; i < n; i++)
 		mq_submit_bio(q, &bios[i]);
 	mq_finish_plug(&plug);
+}
+
+/*
+ * One round of reaping the queue's poll queues for a thread that waits
+ * for MQ_REQ_POLLED I/O it did not submit (nothing else would complete
+ * it while the submitter is busy); a short nap when none completed: the
+ * awaited I/O may not have reached the device yet.
+ */
+void mqfs_poll_nap(struct mqfs_fs *fs)
+{
+	struct timespec ts = { 0, 100 * 1000 };
+
+	if (!mq_queue_poll_polled(fs->q))
+		nanosleep(&ts, NULL);
 }
 
 /* ---- a batch waited for ------------------------------------------------ */

@@ -59,6 +59,7 @@ struct file_aio {
 	char *bounce;			/* @buf when it is ours, or NULL */
 	uint64_t nblocks;		/* @buf's size */
 	size_t skew, len;		/* the caller's bytes within @buf */
+	uint16_t bio_flags;		/* MQ_REQ_SYNC, perhaps POLLED */
 	struct mqfs_bioset set;
 	struct mq_bio inline_bios[FILE_AIO_INLINE];
 };
@@ -76,8 +77,14 @@ static struct file_aio *file_aio_init(struct mqfs_io *io, struct mqfs_fs *fs,
 {
 	struct file_aio *a = (struct file_aio *)io->opaque;
 
+	/*
+	 * The caller's own I/O: only its completion (and the inode's I/O
+	 * count, whose waiters poll) waits for it, so it may go to the
+	 * caller's poll queue (a FUSE ring thread's: ring.c).
+	 */
 	*a = (struct file_aio){ .fs = fs, .ip = ip, .buf = buf,
-				.nblocks = nblocks };
+				.nblocks = nblocks,
+				.bio_flags = MQ_REQ_SYNC | MQ_REQ_POLLED };
 	mqfs_bioset_init(&a->set, a->inline_bios, FILE_AIO_INLINE,
 			 file_aio_done);
 	return a;
@@ -115,13 +122,22 @@ static void file_reads_end(struct mqfs_file *f)
 	pthread_mutex_unlock(&f->reads_lock);
 }
 
-void mqfs_file_reads_drain(struct mqfs_file *f)
+void mqfs_file_reads_drain(struct mqfs_fs *fs, struct mqfs_file *f)
 {
+	bool polled = mq_queue_nr_poll_queues(fs->q);
+
 	/* A read we wait for may sit in this thread's plug. */
 	mq_flush_plug();
 	pthread_mutex_lock(&f->reads_lock);
-	while (f->reads)
-		pthread_cond_wait(&f->reads_cond, &f->reads_lock);
+	while (f->reads) {
+		if (!polled) {
+			pthread_cond_wait(&f->reads_cond, &f->reads_lock);
+			continue;
+		}
+		pthread_mutex_unlock(&f->reads_lock);
+		mqfs_poll_nap(fs);
+		pthread_mutex_lock(&f->reads_lock);
+	}
 	pthread_mutex_unlock(&f->reads_lock);
 	pthread_cond_destroy(&f->reads_cond);
 	pthread_mutex_destroy(&f->reads_lock);
@@ -170,7 +186,7 @@ static int file_read_map(struct mqfs_fs *fs, struct file_aio *a,
 		if (m.pblk && !m.unwritten)
 			err = mqfs_bioset_add(&a->set, MQ_OP_READ, m.pblk,
 					      a->buf + i * FILE_BS, m.len,
-					      MQ_REQ_SYNC);
+					      a->bio_flags);
 		else
 			memset(a->buf + i * FILE_BS, 0, m.len * FILE_BS);
 		if (err)
@@ -199,6 +215,11 @@ static enum mq_prio_class file_prio_begin(const struct mqfs_file *f)
 	return caller;
 }
 
+static void file_read_device(struct mqfs_fs *fs, struct mqfs_file *f,
+			     uint64_t off, size_t size, void *buf,
+			     struct mqfs_io *io, mqfs_read_done_t done,
+			     void *arg, bool own);
+
 void mqfs_read(struct mqfs_fs *fs, struct mqfs_file *f, uint64_t off,
 	       size_t size, void *buf, struct mqfs_io *io,
 	       mqfs_read_done_t done, void *arg)
@@ -213,17 +234,21 @@ void mqfs_read(struct mqfs_fs *fs, struct mqfs_file *f, uint64_t off,
 			goto out;
 		w = mqfs_ra_note(fs, f, off, size);
 	}
-	mqfs_file_read_device(fs, f, off, size, buf, io, done, arg);
+	file_read_device(fs, f, off, size, buf, io, done, arg, true);
 	mqfs_ra_start(fs, f, w);
 out:
 	mq_set_task_prio(caller);
 	file_reads_end(f);
 }
 
-void mqfs_file_read_device(struct mqfs_fs *fs, struct mqfs_file *f,
-			   uint64_t off, size_t size, void *buf,
-			   struct mqfs_io *io, mqfs_read_done_t done,
-			   void *arg)
+/*
+ * @own: the caller's read, not a read-ahead window, which readers of
+ * the window wait for without polling (readahead.c).
+ */
+static void file_read_device(struct mqfs_fs *fs, struct mqfs_file *f,
+			     uint64_t off, size_t size, void *buf,
+			     struct mqfs_io *io, mqfs_read_done_t done,
+			     void *arg, bool own)
 {
 	struct mqfs_ino *ip = f->ip;
 	struct file_aio *a;
@@ -245,6 +270,8 @@ void mqfs_file_read_device(struct mqfs_fs *fs, struct mqfs_file *f,
 	first = file_blk(off);
 	nblk = file_blk_up(off + len) - first;
 	a = file_aio_init(io, fs, ip, buf, nblk);
+	if (!own)
+		a->bio_flags = MQ_REQ_SYNC;
 	a->skew = off & FILE_MASK;
 	a->len = (size_t)len;
 	a->read_done = done;
@@ -264,6 +291,14 @@ void mqfs_file_read_device(struct mqfs_fs *fs, struct mqfs_file *f,
 	mqfs_bioset_submit(fs->q, &a->set);
 }
 
+void mqfs_file_read_device(struct mqfs_fs *fs, struct mqfs_file *f,
+			   uint64_t off, size_t size, void *buf,
+			   struct mqfs_io *io, mqfs_read_done_t done,
+			   void *arg)
+{
+	file_read_device(fs, f, off, size, buf, io, done, arg, false);
+}
+
 /* 1 when all of [first, first+nblk) is written blocks (bios added). */
 static int file_write_map(struct mqfs_fs *fs, struct file_aio *a,
 			  uint64_t first, uint64_t nblk)
@@ -278,7 +313,7 @@ static int file_write_map(struct mqfs_fs *fs, struct file_aio *a,
 			return 0;
 		err = mqfs_bioset_add(&a->set, MQ_OP_WRITE, m.pblk,
 				      a->buf + i * FILE_BS, m.len,
-				      MQ_REQ_SYNC);
+				      a->bio_flags);
 		if (err)
 			return err;
 		i += m.len;

@@ -225,6 +225,11 @@ void mqfs_bioset_fail(struct mqfs_bioset *s, int err);
  * The set may be ended and reused before this returns.
  */
 void mqfs_bioset_submit(struct mq_queue *q, struct mqfs_bioset *s);
+/*
+ * For a wait on another thread's MQ_REQ_POLLED I/O (the inode's I/O
+ * count, a file's reads): reap the poll queues once, or nap briefly.
+ */
+void mqfs_poll_nap(struct mqfs_fs *fs);
 static inline int mqfs_bioset_error(struct mqfs_bioset *s)
 {
 	return atomic_load(&s->error);
@@ -567,7 +572,7 @@ void mqfs_ino_open_dec(struct mqfs_fs *fs, struct mqfs_ino *ip);
 void mqfs_ino_dio_start(struct mqfs_ino *ip);
 void mqfs_ino_dio_end(struct mqfs_ino *ip);
 /* Wait for unlocked I/O to drain (caller holds ip->lock exclusively). */
-void mqfs_ino_dio_wait(struct mqfs_ino *ip);
+void mqfs_ino_dio_wait(struct mqfs_fs *fs, struct mqfs_ino *ip);
 /* Take two inode locks exclusively in inode-number order (a may == b). */
 void mqfs_ino_lock2(struct mqfs_ino *a, struct mqfs_ino *b);
 void mqfs_ino_unlock2(struct mqfs_ino *a, struct mqfs_ino *b);
@@ -770,7 +775,7 @@ struct mqfs_file {
 void mqfs_release_all(struct mqfs_fs *fs);
 void mqfs_file_reads_init(struct mqfs_file *f);
 /* Until no read of @f runs; then the counter is gone. */
-void mqfs_file_reads_drain(struct mqfs_file *f);
+void mqfs_file_reads_drain(struct mqfs_fs *fs, struct mqfs_file *f);
 
 /*
  * Largest file: 64 TiB (2^34 blocks).  Writes, truncates and fallocate

@@ -129,7 +129,7 @@ int mqfs_file_truncate(struct mqfs_fs *fs, struct mqfs_ino *ip, uint64_t size)
 		return err;
 	if (size > MQFS_MAX_FILE_BYTES)
 		return -EFBIG;
-	mqfs_ino_dio_wait(ip);
+	mqfs_ino_dio_wait(fs, ip);
 	mqfs_ino_data_changed(ip);
 	/* Bytes past the new end must read as zeroes if it grows again. */
 	if (size < old && size & FILE_MASK) {
@@ -296,7 +296,7 @@ int mqfs_fallocate(struct mqfs_fs *fs, uint64_t ino, int mode, uint64_t off,
 	}
 	mqfs_file_lock(ip, true);
 	mqfs_wback_sync_locked(fs, ip);
-	mqfs_ino_dio_wait(ip);
+	mqfs_ino_dio_wait(fs, ip);
 	mqfs_ino_data_changed(ip);
 	if (base == FALLOC_FL_PUNCH_HOLE) {
 		err = file_punch(fs, ip, off, len);

@@ -799,9 +799,14 @@ void mqfs_ino_dio_end(struct mqfs_ino *ip)
 	mq_inflight_dec(&ip->dio);
 }
 
-void mqfs_ino_dio_wait(struct mqfs_ino *ip)
+void mqfs_ino_dio_wait(struct mqfs_fs *fs, struct mqfs_ino *ip)
 {
 	/* The bios we wait for may sit in this thread's plug. */
 	mq_flush_plug();
-	mq_inflight_wait(&ip->dio);
+	if (!mq_queue_nr_poll_queues(fs->q)) {
+		mq_inflight_wait(&ip->dio);
+		return;
+	}
+	while (mq_inflight_count(&ip->dio))
+		mqfs_poll_nap(fs);
 }

@@ -789,12 +789,12 @@ START_TEST(test_locks_and_dio)
 	mqfs_ino_unlock2(b, a);
 	ck_assert_int_eq(pthread_rwlock_trywrlock(&a->lock), 0);
 	pthread_rwlock_unlock(&a->lock);
-	mqfs_ino_dio_wait(a);			/* nothing in flight */
+	mqfs_ino_dio_wait(t.fs, a);			/* nothing in flight */
 	d.ip = a;
 	atomic_init(&d.ended, false);
 	mqfs_ino_dio_start(a);
 	ck_assert_int_eq(pthread_create(&th, NULL, t_dio_main, &d), 0);
-	mqfs_ino_dio_wait(a);
+	mqfs_ino_dio_wait(t.fs, a);
 	ck_assert(atomic_load(&d.ended));
 	pthread_join(th, NULL);
 	mqfs_iput(t.fs, a);
