@@ -609,9 +609,14 @@ static void text_transport(struct mqfs_ctl *c, struct mqfs_ctl_file *f)
 	const struct mqfs_conn *k = &c->d->conn;
 
 	text_add(f, "transport %s\n", k->uring ? "uring" : "dev");
-	if (k->uring)
-		text_add(f, "ring_queues %u\nring_depth %u\n",
-			 c->d->rings.nr_queues, c->d->rings.depth);
+	if (k->uring) {
+		struct mqfs_ring_stats s;
+
+		mqfs_rings_get_stats(&c->d->rings, &s);
+		text_add(f, "ring_queues %u\nring_depth %u\nring_reap %s\n",
+			 c->d->rings.nr_queues, c->d->rings.depth,
+			 s.dev_polled ? "ring" : "reaper");
+	}
 	if (c->d->transport_note[0])
 		text_add(f, "transport_note %s\n", c->d->transport_note);
 }
@@ -627,9 +632,10 @@ static void text_ring_stats(struct mqfs_ctl *c, struct mqfs_ctl_file *f)
 	text_add(f, "ring_requests %" PRIu64 "\nring_enters %" PRIu64
 		 "\nring_commits %" PRIu64 "\nring_batches %" PRIu64
 		 "\nring_direct_commits %" PRIu64
+		 "\nring_device_reaps %" PRIu64 "\nring_device_reaped %" PRIu64
 		 "\nring_requests_per_enter %.2f"
 		 "\nring_commits_per_batch %.2f\n", s.requests, s.enters,
-		 s.commits, s.batches, s.direct,
+		 s.commits, s.batches, s.direct, s.dev_reaps, s.dev_reaped,
 		 s.enters ? (double)s.requests / (double)s.enters : 0.0,
 		 s.batches ? (double)s.commits / (double)s.batches : 0.0);
 }

@@ -566,7 +566,10 @@ void mqfs_engine_stop(struct mqfs_engine *e)
 	if (e->d)
 		mqfs_rings_quiesce(&e->d->rings);
 	/* Completions still answer on the workers' channels and rings. */
-	mq_inflight_wait(&e->inflight);
+	if (e->d)
+		mqfs_rings_drain(&e->d->rings, &e->inflight);
+	else
+		mq_inflight_wait(&e->inflight);
 	if (e->d)
 		mqfs_rings_stop(&e->d->rings);
 	for (unsigned i = 0; i < n; i++)

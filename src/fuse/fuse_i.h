@@ -71,6 +71,7 @@ struct mqfs_config {
 	enum mqfs_transport transport;	/* transport= */
 	unsigned uring_depth;		/* entries per ring; 0: default */
 	bool uring_pin;			/* ring thread N runs on CPU N only */
+	bool uring_reaper;		/* uring_reap=reaper: no poll queues */
 	/* Strings handed to mq_queue_attr_store; NULL: the default. */
 	char *tunables[MQFS_MAX_TUNABLES];
 	char *complete_delay_us;
@@ -283,6 +284,9 @@ struct mqfs_ring_stats {
 	unsigned queues, depth;
 	/* direct: commits another thread submitted (the ring slept) */
 	uint64_t requests, enters, commits, batches, direct;
+	/* uring_reap=ring: loop passes that reaped the device, requests */
+	uint64_t dev_reaps, dev_reaped;
+	unsigned dev_polled;		/* rings reaping a device poll queue */
 };
 
 /*
@@ -310,6 +314,11 @@ int mqfs_rings_start(struct mqfs_rings *rs);
  * requests, which the threads could otherwise still be starting.
  */
 void mqfs_rings_quiesce(struct mqfs_rings *rs);
+/*
+ * After quiesce: wait until @f (the engine's requests in flight) is 0,
+ * reaping the device poll queues the ring threads reaped (uring_reap=ring).
+ */
+void mqfs_rings_drain(struct mqfs_rings *rs, struct mq_inflight *f);
 /* Quiesce, then free it all (every request has ended). */
 void mqfs_rings_stop(struct mqfs_rings *rs);
 void mqfs_rings_destroy(struct mqfs_rings *rs);

@@ -139,6 +139,23 @@ static int run_engine(struct mqfs_run *r)
 	return 0;
 }
 
+/*
+ * Rings planned: a poll queue of the device for each, which its thread
+ * reaps itself (ring.c; with more rings than the driver offers queues,
+ * rings share them), unless uring_reap=reaper or the device cannot: a
+ * polled device has nothing but poll queues already.  The reapers then
+ * complete the rings' I/O, as for /dev/fuse.  The queues stay unused
+ * when the kernel later refuses the rings.
+ */
+static void run_plan_poll_queues(struct mqfs_run *r)
+{
+	unsigned nq = mqfs_ring_nr_queues();
+
+	if (!r->ring_depth || r->cfg.uring_reaper || r->dev->polled)
+		return;
+	r->cfg.queue.nr_poll_queues = MQ_MIN(nq, r->dev->geo.nr_poll_queues);
+}
+
 /* Device, queue, tunables, filesystem: everything before the FUSE mount. */
 static int run_open(struct mqfs_run *r)
 {
@@ -158,6 +175,7 @@ static int run_open(struct mqfs_run *r)
 	ret = run_engine(r);
 	if (ret)
 		return ret;
+	run_plan_poll_queues(r);
 	ret = mq_queue_create(r->dev, &r->cfg.queue, &r->q);
 	if (ret) {
 		fprintf(stderr, "mqfs: %s: cannot create the I/O queue "
@@ -208,11 +226,15 @@ static int run_rings(struct mqfs_run *r)
 /* What serves the requests, for the -f start-up line. */
 static void run_describe_transport(struct mqfs_run *r, char *buf, size_t size)
 {
-	const struct mqfs_daemon *d = &r->d;
+	struct mqfs_daemon *d = &r->d;
+	struct mqfs_ring_stats s;
 
+	mqfs_rings_get_stats(&d->rings, &s);
 	if (d->conn.uring)
-		snprintf(buf, size, "io_uring, %u rings of %u entries",
-			 d->rings.nr_queues, d->rings.depth);
+		snprintf(buf, size, "io_uring, %u rings of %u entries, device "
+			 "I/O reaped by %s", d->rings.nr_queues,
+			 d->rings.depth, s.dev_polled ? "the rings" :
+			 "the driver's threads");
 	else
 		snprintf(buf, size, "/dev/fuse%s%s%s", d->transport_note[0]
 			 ? " (" : "", d->transport_note,

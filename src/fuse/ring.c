@@ -54,6 +54,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 #include "fuse_i.h"
@@ -62,6 +63,8 @@
 #define RING_CPUS	"/sys/devices/system/cpu/possible"
 /* The CQE of mqfs_rings_stop's NOP, not an entry's. */
 #define RING_WAKE_UD	UINT64_MAX
+/* The CQE of the read of the device poll queue's eventfd. */
+#define RING_POLL_UD	(UINT64_MAX - 1)
 /* How long mqfs_rings_start waits for every queue to register. */
 #define RING_START_MS	5000
 /* A REGISTER the kernel refused for now (EAGAIN) is retried this often. */
@@ -94,7 +97,13 @@ struct mqfs_ring_queue {
 	pthread_mutex_t sq_lock;	/* the SQ: prepare and submit only */
 	_Atomic(struct mqfs_ring_ent *) pending;
 	atomic_bool sleeping;		/* waits in io_uring_enter */
+	/* The device poll queue this thread reaps (uring_reap=ring). */
+	int poll_index;			/* -1: none, the reapers do */
+	int poll_fd;			/* readable: it has completions */
+	uint64_t poll_count;		/* the eventfd read's buffer */
+	bool poll_armed;		/* that read is queued */
 	atomic_uint_fast64_t requests, enters, commits, batches, direct;
+	atomic_uint_fast64_t dev_reaps, dev_reaped;
 };
 
 /* ---- what the kernel offers ---------------------------------------------- */
@@ -207,6 +216,89 @@ static void ring_take_pending(struct mqfs_ring_queue *q)
 		ring_prep_cmd(q, e, MQFS_FUSE_URING_CMD_COMMIT_AND_FETCH);
 		e = next;
 	}
+}
+
+/* ---- the device's completions (uring_reap=ring) ----------------------------- */
+
+/*
+ * The thread's reads and writes go to a poll queue of the block layer
+ * (MQ_REQ_POLLED: fs/file.c) that has no reaper: this thread reaps it in
+ * its loop, so a READ's device completion, its reply and its commit run
+ * here, between two io_uring_enter calls on the FUSE ring, with no other
+ * thread woken (the ublk shape, with the device's own ring beside ours).
+ * A read of the queue's eventfd, kept queued on the FUSE ring, wakes the
+ * thread when the device completes while it sleeps.  Other threads that
+ * wait for such I/O (truncate, release) poll the queues themselves.
+ */
+static struct mq_queue *ring_mq(struct mqfs_ring_queue *q)
+{
+	return mqfs_queue(q->rs->d->fs);
+}
+
+static void ring_poll_setup(struct mqfs_ring_queue *q)
+{
+	struct mq_queue *mq = ring_mq(q);
+	unsigned n = mq_queue_nr_poll_queues(mq);
+	int fd;
+
+	q->poll_index = -1;
+	if (!n)
+		return;
+	fd = mq_queue_poll_fd(mq, q->qid % n);
+	if (fd < 0) {
+		/* Unbound, its bios go to the reaped queues. */
+		fprintf(stderr, "mqfs: fuse: ring %u: device poll queue: %s: "
+			"the reapers complete its I/O\n", q->qid,
+			strerror(-fd));
+		return;
+	}
+	q->poll_fd = fd;
+	q->poll_index = (int)(q->qid % n);
+	mq_set_task_poll_queue(q->poll_index);
+}
+
+/* Queue the eventfd read unless it is queued (sq_lock held). */
+static void ring_arm_poll(struct mqfs_ring_queue *q)
+{
+	struct io_uring_sqe *sqe;
+
+	if (q->poll_index < 0 || q->poll_armed)
+		return;
+	sqe = ring_sqe(q);
+	io_uring_prep_read(sqe, q->poll_fd, &q->poll_count,
+			   sizeof(q->poll_count), 0);
+	io_uring_sqe_set_data64(sqe, RING_POLL_UD);
+	q->poll_armed = true;
+}
+
+/* What the device completed: end_io, replies, commits onto our stack. */
+static void ring_poll_device(struct mqfs_ring_queue *q)
+{
+	int n;
+
+	if (q->poll_index < 0)
+		return;
+	n = mq_queue_poll_queue(ring_mq(q), (unsigned)q->poll_index, 0);
+	if (n > 0) {
+		atomic_fetch_add(&q->dev_reaps, 1);
+		atomic_fetch_add(&q->dev_reaped, (unsigned)n);
+	}
+}
+
+void mqfs_rings_drain(struct mqfs_rings *rs, struct mq_inflight *f)
+{
+	struct timespec ts = { 0, 100 * 1000 };
+	struct mq_queue *mq = rs->d && rs->d->fs ? mqfs_queue(rs->d->fs)
+						 : NULL;
+
+	if (!mq || !mq_queue_nr_poll_queues(mq)) {
+		mq_inflight_wait(f);
+		return;
+	}
+	/* The ring threads are gone: nobody else reaps their poll queues. */
+	while (mq_inflight_count(f))
+		if (!mq_queue_poll_polled(mq))
+			nanosleep(&ts, NULL);
 }
 
 /* ---- the engine's side: replies and release --------------------------------- */
@@ -380,6 +472,10 @@ static unsigned ring_reap(struct mqfs_ring_queue *q)
 		n++;
 		if (cqe->user_data == RING_WAKE_UD)
 			continue;
+		if (cqe->user_data == RING_POLL_UD) {
+			q->poll_armed = false;	/* the loop polls, re-arms */
+			continue;
+		}
 		if (cqe->res == 0) {
 			reqs++;
 			ring_serve(io_uring_cqe_get_data(cqe));
@@ -418,7 +514,8 @@ static int ring_register(struct mqfs_ring_queue *q)
 	io_uring_for_each_cqe(&q->ring, head, cqe) {
 		struct mqfs_ring_ent *e = io_uring_cqe_get_data(cqe);
 
-		if (cqe->user_data == RING_WAKE_UD || !e->registering ||
+		if (cqe->user_data == RING_WAKE_UD ||
+		    cqe->user_data == RING_POLL_UD || !e->registering ||
 		    cqe->res >= 0 || cqe->res == -EAGAIN || cqe->res == -EINTR)
 			continue;
 		refused++;
@@ -428,31 +525,65 @@ static int ring_register(struct mqfs_ring_queue *q)
 	return err;
 }
 
+/*
+ * Make the prepared SQEs visible to the kernel (sq_lock held: another
+ * thread may be filling the next one); how many it has not taken yet.
+ * liburing's own flush, without its enter: that one happens after the
+ * lock is dropped, together with the wait.
+ */
+static unsigned ring_publish(struct mqfs_ring_queue *q)
+{
+	struct io_uring_sq *sq = &q->ring.sq;
+	unsigned tail = sq->sqe_tail;
+
+	if (sq->sqe_head != tail) {
+		sq->sqe_head = tail;
+		io_uring_smp_store_release(sq->ktail, tail);
+	}
+	return tail - io_uring_smp_load_acquire(sq->khead);
+}
+
+/*
+ * Submit what is published and, with @wait, sleep until a CQE comes: one
+ * system call.  A thread that submitted meanwhile under the lock may have
+ * taken ours already; the kernel submits what is there.
+ */
+static int ring_enter(struct mqfs_ring_queue *q, unsigned to_submit,
+		      bool wait)
+{
+	long ret = syscall(__NR_io_uring_enter, q->ring.ring_fd, to_submit,
+			   wait ? 1 : 0, wait ? IORING_ENTER_GETEVENTS : 0,
+			   NULL, 0);
+
+	atomic_fetch_add(&q->enters, 1);
+	return ret < 0 ? -errno : 0;
+}
+
 static void ring_loop(struct mqfs_ring_queue *q)
 {
 	struct mqfs_rings *rs = q->rs;
 
 	while (!atomic_load(&rs->stopping)) {
 		struct io_uring_cqe *cqe;
-		unsigned reqs;
+		unsigned reqs, n;
 		int ret;
 
+		ring_poll_device(q);
 		pthread_mutex_lock(&q->sq_lock);
 		ring_take_pending(q);
+		ring_arm_poll(q);
 		atomic_store(&q->sleeping, true);
 		/* A push before the store above is seen here, one after it
 		 * sees the store (mqfs_ring_release). */
 		ring_take_pending(q);
-		if (io_uring_sq_ready(&q->ring)) {
-			io_uring_submit(&q->ring);
-			atomic_fetch_add(&q->enters, 1);
-		}
+		n = ring_publish(q);
 		pthread_mutex_unlock(&q->sq_lock);
+		/* Runs pending task work too (COOP_TASKRUN): it may post. */
 		ret = io_uring_peek_cqe(&q->ring, &cqe);
-		if (ret) {
-			ret = io_uring_wait_cqe(&q->ring, &cqe);
-			atomic_fetch_add(&q->enters, 1);
-		}
+		if (ret)
+			ret = ring_enter(q, n, true);
+		else if (n)
+			ret = ring_enter(q, n, false);
 		atomic_store(&q->sleeping, false);
 		if (ret < 0 && ret != -EINTR && ret != -EAGAIN &&
 		    ret != -EBUSY) {
@@ -496,6 +627,7 @@ static void *ring_thread(void *arg)
 	int err;
 
 	ring_pin(q);
+	ring_poll_setup(q);
 	pthread_mutex_lock(&rs->lock);
 	while (!rs->go && !atomic_load(&rs->stopping))
 		pthread_cond_wait(&rs->cond, &rs->lock);
@@ -535,6 +667,7 @@ static int ring_queue_init(struct mqfs_rings *rs, struct mqfs_ring_queue *q,
 
 	q->rs = rs;
 	q->qid = qid;
+	q->poll_index = -1;
 	pthread_mutex_init(&q->sq_lock, NULL);
 	q->lock_ok = true;
 	q->ents = calloc(rs->depth, sizeof(*q->ents));
@@ -720,5 +853,8 @@ void mqfs_rings_get_stats(struct mqfs_rings *rs, struct mqfs_ring_stats *s)
 		s->commits += atomic_load(&q->commits);
 		s->batches += atomic_load(&q->batches);
 		s->direct += atomic_load(&q->direct);
+		s->dev_reaps += atomic_load(&q->dev_reaps);
+		s->dev_reaped += atomic_load(&q->dev_reaped);
+		s->dev_polled += q->poll_index >= 0;
 	}
 }

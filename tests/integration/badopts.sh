@@ -34,6 +34,7 @@ refuse "queue_depth" "$T_IMG" "$T_MNT" -f -o queue_depth=12x
 refuse "nr_requests" "$T_IMG" "$T_MNT" -f -o nr_requests=-1
 refuse "nr_hw_queues" "$T_IMG" "$T_MNT" -f -o nr_hw_queues=1000
 refuse "plug" "$T_IMG" "$T_MNT" -f -o plug=2
+refuse "uring_reap" "$T_IMG" "$T_MNT" -f -o uring_reap=kernel
 refuse "complete_delay_us" "$T_IMG" "$T_MNT" -f -o complete_delay_us=x
 refuse "read_expire" "$T_IMG" "$T_MNT" -f -o read_expire=soon
 refuse "fifo_batch" "$T_IMG" "$T_MNT" -f -o fifo_batch=-5

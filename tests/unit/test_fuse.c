@@ -702,6 +702,7 @@ START_TEST(test_options)
 		"cache=fast", "queue_depth=0", "queue_depth=4097",
 		"dontcache_dirty=1K", "errors=panic", "fuse_bufs=0",
 		"transport=fast", "uring_depth=0", "uring_depth=257",
+		"uring_reap=kernel", "uring_reap=",
 	};
 	struct mqfs_config cfg;
 
@@ -719,12 +720,15 @@ START_TEST(test_options)
 	ck_assert_int_eq(t_parse(NULL, &cfg), 0);
 	ck_assert_int_eq(cfg.cache, MQFS_CACHE_KERNEL);
 	ck_assert_int_eq(cfg.transport, MQFS_TRANSPORT_AUTO);
-	ck_assert(!cfg.uring_depth && !cfg.uring_pin);
+	ck_assert(!cfg.uring_depth && !cfg.uring_pin && !cfg.uring_reaper);
 	mqfs_config_free(&cfg);
-	ck_assert_int_eq(t_parse("transport=uring,uring_depth=16,uring_pin",
-				 &cfg), 0);
+	ck_assert_int_eq(t_parse("transport=uring,uring_depth=16,uring_pin,"
+				 "uring_reap=reaper", &cfg), 0);
 	ck_assert_int_eq(cfg.transport, MQFS_TRANSPORT_URING);
-	ck_assert(cfg.uring_depth == 16 && cfg.uring_pin);
+	ck_assert(cfg.uring_depth == 16 && cfg.uring_pin && cfg.uring_reaper);
+	mqfs_config_free(&cfg);
+	ck_assert_int_eq(t_parse("uring_reap=ring", &cfg), 0);
+	ck_assert(!cfg.uring_reaper);
 	mqfs_config_free(&cfg);
 	/* The environment's default, which the option overrides. */
 	setenv("MQFS_TRANSPORT", "dev", 1);
