@@ -40,6 +40,7 @@
 #include <string.h>
 #include <sys/eventfd.h>
 #include <sys/file.h>
+#include <sys/syscall.h>
 #include <sys/ioctl.h>
 #include <sys/uio.h>
 #include <unistd.h>
@@ -296,12 +297,101 @@ static void uring_submit_failed(struct uring_queue *uq, int err)
  * one still being submitted, which this loop finishes unless the ring
  * breaks).
  */
-static void uring_submit(struct uring_queue *uq)
+/* ---- doorbell batching (mq_uring_batch_begin) ------------------------- */
+
+#define URING_BATCH_RINGS	8
+
+static _Thread_local unsigned uring_batch_depth;
+static _Thread_local unsigned uring_batch_nr;
+static _Thread_local struct uring_queue *uring_batch_rings[URING_BATCH_RINGS];
+
+/* SQEs the kernel can see and has not consumed: any thread may read it. */
+static unsigned uring_published(struct uring_queue *uq)
+{
+	return io_uring_smp_load_acquire(uq->ring.sq.ktail) -
+	       io_uring_smp_load_acquire(uq->ring.sq.khead);
+}
+
+/*
+ * Enter for the SQEs published on @uq, from any thread: the kernel takes
+ * what is there under its own lock, and nothing of liburing's user-side
+ * state is touched (the queue run owns it).  0, or -errno.
+ */
+static int uring_enter_published(struct uring_queue *uq)
+{
+	unsigned n = uring_published(uq);
+
+	if (n && syscall(__NR_io_uring_enter, uq->ring.ring_fd, n, 0, 0,
+			 NULL, 0) < 0)
+		return -errno;
+	return 0;
+}
+
+/* The same until they are in; a full completion queue is drained. */
+static void uring_kick(struct uring_queue *uq)
+{
+	for (;;) {
+		int ret = uring_enter_published(uq);
+
+		if (ret != -EBUSY && ret != -EAGAIN && ret != -EINTR)
+			return;		/* a broken ring fails at its next run */
+		uring_submit_busy(uq);
+	}
+}
+
+/*
+ * Inside a batch, a poll queue's submission only publishes its SQEs
+ * (liburing's flush without the enter) and the batch's end enters once
+ * per ring.  Only poll queues: their waiters all poll, and a poll kicks
+ * what is published before it sleeps (uring_poll_locked), so nobody
+ * waits for a doorbell that is still to ring.
+ */
+static bool uring_defer(struct uring_queue *uq)
+{
+	struct io_uring_sq *sq = &uq->ring.sq;
+	unsigned i;
+
+	if (!uring_batch_depth || !uq->polled || uq->ud->cfg.sqpoll)
+		return false;
+	for (i = 0; i < uring_batch_nr && uring_batch_rings[i] != uq; i++)
+		;
+	if (i == uring_batch_nr) {
+		if (i == URING_BATCH_RINGS)
+			return false;
+		uring_batch_rings[uring_batch_nr++] = uq;
+	}
+	if (sq->sqe_head != sq->sqe_tail) {
+		sq->sqe_head = sq->sqe_tail;
+		io_uring_smp_store_release(sq->ktail, sq->sqe_tail);
+	}
+	return true;
+}
+
+void mq_uring_batch_begin(void)
+{
+	uring_batch_depth++;
+}
+
+void mq_uring_batch_end(void)
+{
+	if (!uring_batch_depth || --uring_batch_depth)
+		return;
+	for (unsigned i = 0; i < uring_batch_nr; i++)
+		uring_kick(uring_batch_rings[i]);
+	uring_batch_nr = 0;
+}
+
+static void uring_count_prepared(struct uring_queue *uq)
 {
 	if (uq->prepared) {
 		atomic_fetch_add(&uq->inflight, uq->prepared);
 		uq->prepared = 0;
 	}
+}
+
+static void uring_submit_now(struct uring_queue *uq)
+{
+	uring_count_prepared(uq);
 	while (uq->unsubmitted) {
 		int ret = io_uring_submit(&uq->ring);
 
@@ -317,6 +407,15 @@ static void uring_submit(struct uring_queue *uq)
 		}
 		uring_submit_busy(uq);
 	}
+}
+
+/* The doorbell: now, or at the end of this thread's batch. */
+static void uring_submit(struct uring_queue *uq)
+{
+	uring_count_prepared(uq);
+	if (uq->unsubmitted && uring_defer(uq))
+		return;
+	uring_submit_now(uq);
 }
 
 /* The command set of files and block devices: one SQE a request. */
@@ -347,7 +446,7 @@ bool mq_uring_reserve(struct uring_queue *uq, unsigned n)
 {
 	if (io_uring_sq_space_left(&uq->ring) >= n)
 		return true;
-	uring_submit(uq);
+	uring_submit_now(uq);
 	return io_uring_sq_space_left(&uq->ring) >= n;
 }
 
@@ -523,6 +622,8 @@ static int uring_poll_locked(struct uring_queue *uq, unsigned min_complete)
 		owed = atomic_load(&uq->inflight);
 		if (done >= min_complete || !owed)
 			return (int)done;
+		/* Owed CQEs of SQEs a batch published but did not submit. */
+		(void)uring_enter_published(uq);
 		ret = io_uring_wait_cqe_nr(&uq->ring, &cqe,
 					   MQ_MIN(min_complete - done, owed));
 		if (ret < 0 && ret != -EINTR && ret != -EAGAIN) {

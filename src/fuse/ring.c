@@ -569,6 +569,7 @@ static void ring_loop(struct mqfs_ring_queue *q)
 		int ret;
 
 		ring_poll_device(q);
+		mq_uring_batch_end();	/* the device I/O of the batch, at once */
 		pthread_mutex_lock(&q->sq_lock);
 		ring_take_pending(q);
 		ring_arm_poll(q);
@@ -593,12 +594,14 @@ static void ring_loop(struct mqfs_ring_queue *q)
 			mqfs_engine_fail(&rs->d->eng, ret);
 			break;
 		}
+		mq_uring_batch_begin();
 		reqs = ring_reap(q);
 		if (reqs) {
 			atomic_fetch_add(&q->requests, reqs);
 			atomic_fetch_add(&q->batches, 1);
 		}
 	}
+	mq_uring_batch_end();
 	pthread_mutex_lock(&q->sq_lock);
 	ring_take_pending(q);		/* the kernel refuses them: ENOTCONN */
 	io_uring_submit(&q->ring);

@@ -13,8 +13,11 @@
  * polling thread - unflagged bios of the same thread still go to the
  * reaped queue, and a polled and an unflagged bio side by side in one
  * plug stay two requests on two queues; another thread reaps them with
- * mq_queue_poll_polled; and a drain from an unbound thread completes
- * polled I/O nobody else polls.  Data written this way reads back.
+ * mq_queue_poll_polled; a drain from an unbound thread completes polled
+ * I/O nobody else polls; doorbell batching (mq_uring_batch_begin/end,
+ * nested) holds a poll queue's SQEs until the batch ends, unless a poller
+ * enters for them first, and never an unflagged bio's.  Data written
+ * this way reads back.
  * Exits 77 only when mq_uring_probe() says io_uring is unusable here.
  */
 #ifndef _GNU_SOURCE
@@ -300,6 +303,81 @@ START_TEST(test_pq_others)
 }
 END_TEST
 
+struct pq_poller {
+	struct mq_queue *q;
+	struct ur_pool *p;
+	bool timed_out;
+};
+
+/* An unbound thread reaping every poll queue until @p has ended. */
+static void *pq_poller_main(void *arg)
+{
+	struct pq_poller *pp = arg;
+	uint64_t end = mq_clock_real_ns() + T_WAIT_NS;
+
+	while (atomic_load(&pp->p->ended) < pp->p->submitted)
+		if (!mq_queue_poll_polled(pp->q) && mq_clock_real_ns() > end) {
+			pp->timed_out = true;
+			break;
+		}
+	return NULL;
+}
+
+/*
+ * Doorbell batching: inside mq_uring_batch_begin/end a poll queue's SQEs
+ * wait for the end (no CQE, the eventfd stays quiet), unless a poller
+ * comes first (it enters for them); other queues ring at once.
+ */
+START_TEST(test_pq_batch)
+{
+	char path[PATH_MAX];
+	struct mq_dev *dev = pq_open(path, sizeof(path));
+	struct mq_queue *q = pq_queue(dev, elv_names[_i]);
+	unsigned char *buf = ur_alloc(128 * KiB);
+	struct pollfd pfd = { .events = POLLIN };
+	struct pq_poller pp = { .q = q };
+	struct ur_pool p, u;
+	pthread_t th;
+
+	T_BEGIN();
+	mq_set_task_poll_queue(0);
+	pfd.fd = mq_queue_poll_fd(q, 0);
+	t_check(pfd.fd >= 0, "poll fd: %s", strerror(-pfd.fd));
+	t_check(ur_pool_init(&p, 16) && ur_pool_init(&u, 1), "pools");
+	mq_uring_batch_begin();
+	pq_submit_range(q, &p, MQ_OP_READ, 0, 16, buf, MQ_REQ_POLLED);
+	ur_submit(q, &u, MQ_OP_READ, 1 * MiB, 4 * KiB, buf + 64 * KiB, 0);
+	ur_pool_check(&u, "an unflagged read inside a batch");
+	usleep(20 * 1000);
+	t_check(poll(&pfd, 1, 0) == 0, "a batched doorbell rang early");
+	mq_uring_batch_end();
+	t_check(poll(&pfd, 1, 5000) == 1, "the batch's end rang nothing");
+	pq_poll_until(q, 0, &p);
+	ur_pool_check(&p, "batched reads");
+
+	/* A poller that is not in the batch enters for it. */
+	ur_pool_free(&p);
+	t_check(ur_pool_init(&p, 16), "pool");
+	pp.p = &p;
+	mq_uring_batch_begin();
+	mq_uring_batch_begin();		/* nested: only the outer end rings */
+	pq_submit_range(q, &p, MQ_OP_READ, 0, 16, buf, MQ_REQ_POLLED);
+	mq_uring_batch_end();
+	t_check(!pthread_create(&th, NULL, pq_poller_main, &pp), "thread");
+	pthread_join(th, NULL);
+	t_check(!pp.timed_out, "the poller waited on a doorbell never rung: "
+		"%u of %u", atomic_load(&p.ended), p.submitted);
+	ur_pool_check(&p, "batched reads, another poller");
+	mq_uring_batch_end();
+	mq_set_task_poll_queue(-1);
+	ur_pool_free(&p);
+	ur_pool_free(&u);
+	t_teardown(q, dev);
+	unlink(path);
+	free(buf);
+}
+END_TEST
+
 /* ---- the program -------------------------------------------------------- */
 
 static Suite *pq_suite(void)
@@ -310,6 +388,7 @@ static Suite *pq_suite(void)
 	ur_tcase(s, "unbound", test_pq_unbound, 2, 60);
 	ur_tcase(s, "bound", test_pq_bound, 2, 60);
 	ur_tcase(s, "others", test_pq_others, 2, 60);
+	ur_tcase(s, "batch", test_pq_batch, 2, 60);
 	return s;
 }
 

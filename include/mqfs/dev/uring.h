@@ -60,6 +60,17 @@ int mq_uring_probe(void);
  * -errno.  For a reader that goes on anyway (fsck -n), to say so.
  */
 int mq_uring_in_use(const char *path);
+/*
+ * Doorbell batching for a thread that serves work in batches (a FUSE
+ * ring thread): between mq_uring_batch_begin() and mq_uring_batch_end()
+ * (they nest), the calling thread's submissions to poll queues
+ * (mq_queue_config.nr_poll_queues) only make their SQEs visible to the
+ * kernel, and the end enters each such ring once.  Safe because every
+ * waiter for poll-queue I/O polls, and a poll enters for visible SQEs
+ * before it sleeps.  Other queues ring at once.
+ */
+void mq_uring_batch_begin(void);
+void mq_uring_batch_end(void);
 struct iovec;
 /*
  * Register the caller's I/O memory with every ring (io_uring fixed
