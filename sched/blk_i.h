@@ -147,6 +147,7 @@ struct mq_queue {
 	struct mq_queue_config cfg;
 	unsigned nr_hw_queues;		/* poll queues included */
 	unsigned nr_poll_queues;	/* the last ones; 0: none */
+	_Atomic bool polls_used;	/* a bio went to one (submit.c) */
 	unsigned queue_depth;
 	unsigned nr_requests;
 	bool polled;			/* every queue: only through ->poll */

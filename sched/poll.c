@@ -72,10 +72,18 @@ int mq_queue_poll_queue(struct mq_queue *q, unsigned index,
 int mq_queue_poll_fd(struct mq_queue *q, unsigned index)
 {
 	struct mq_hw_queue *hctx = poll_queue(q, index);
+	int fd;
 
 	if (!hctx || !q->dev->ops->poll_fd)
 		return -EOPNOTSUPP;
-	return q->dev->ops->poll_fd(hctx);
+	fd = q->dev->ops->poll_fd(hctx);
+	/*
+	 * A thread that will bind: from now on waiters poll, so none that
+	 * looked before its first bio can be found blocking on it.
+	 */
+	if (fd >= 0)
+		atomic_store(&q->polls_used, true);
+	return fd;
 }
 
 unsigned mq_queue_poll_polled(struct mq_queue *q)

@@ -50,6 +50,11 @@ unsigned mq_queue_nr_poll_queues(const struct mq_queue *q)
 	return q->nr_poll_queues;
 }
 
+bool mq_queue_polls_used(const struct mq_queue *q)
+{
+	return atomic_load_explicit(&q->polls_used, memory_order_acquire);
+}
+
 _Thread_local unsigned mq_in_completion;
 
 void mq_queue_enter(struct mq_queue *q, struct mq_sw_ctx *ctx, long nr)
@@ -135,7 +140,7 @@ static void queue_wait_unused(struct mq_queue *q)
 	atomic_fetch_add(&q->usage_waiters, 1);
 	pthread_mutex_lock(&q->freeze_lock);
 	while (queue_usage(q) != 0 || atomic_load(&q->task_pending)) {
-		if (q->polled || q->nr_poll_queues)
+		if (q->polled || mq_queue_polls_used(q))
 			queue_poll_wait_locked(q);
 		else
 			pthread_cond_wait(&q->freeze_cond, &q->freeze_lock);

@@ -156,10 +156,16 @@ void mq_submit_bio(struct mq_queue *q, struct mq_bio *bio)
 	if (bio->flags & MQ_REQ_POLLED) {
 		struct mq_sw_ctx *pctx = mq_ctx_poll(q);
 
-		if (pctx)
+		if (pctx) {
 			ctx = pctx;
-		else
+			/* Before the bio is queued: a waiter that sees it
+			 * in flight sees the flag. */
+			if (mq_unlikely(!atomic_load_explicit(&q->polls_used,
+						memory_order_relaxed)))
+				atomic_store(&q->polls_used, true);
+		} else {
 			bio->flags &= (uint16_t)~MQ_REQ_POLLED;
+		}
 	}
 	mq_queue_enter(q, ctx, 1);
 	mq_stat_inc_shared(&ctx->stats.bios[mq_op_dir(bio->op)], 1);

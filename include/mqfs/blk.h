@@ -415,6 +415,12 @@ int mq_set_task_poll_queue(int index);
 /* The queue's count of poll queues (0: none). */
 unsigned mq_queue_nr_poll_queues(const struct mq_queue *q);
 /*
+ * Are the poll queues in use: has a thread taken a poll fd, or a polled
+ * bio gone to one?  Until then waiters need not poll (a mount whose FUSE
+ * rings the kernel refused keeps its poll queues unused).
+ */
+bool mq_queue_polls_used(const struct mq_queue *q);
+/*
  * Reap poll queue @index in the calling thread: as mq_queue_poll(), except
  * that with @min_complete 0 a queue another thread is reaping reports 0
  * at once (that thread takes what is ready).

@@ -634,13 +634,54 @@ static int uring_poll_locked(struct uring_queue *uq, unsigned min_complete)
 	}
 }
 
+/* Poll under poll_lock, which the caller took. */
+static int uring_poll_held(struct uring_queue *uq, unsigned min_complete)
+{
+	int ret;
+
+	atomic_store(&uq->poll_owner, &uring_self);
+	uring_polls_held++;
+	ret = uring_poll_locked(uq, min_complete);
+	uring_polls_held--;
+	atomic_store(&uq->poll_owner, NULL);
+	return ret;
+}
+
+/*
+ * Take what is ready without waiting for the lock.  A holder may be past
+ * its last reap when a CQE comes, so a thread that finds the lock taken
+ * says so (@poll_missed, set before its second try: of it and the
+ * holder's look after unlocking, one sees the other) and the holder
+ * reaps once more; else a ring thread woken by the eventfd for that CQE
+ * would go back to sleep with it unreaped.
+ */
+static int uring_poll_try(struct uring_queue *uq)
+{
+	int done = 0, n;
+
+	for (;;) {
+		if (pthread_mutex_trylock(&uq->poll_lock)) {
+			atomic_store(&uq->poll_missed, true);
+			if (pthread_mutex_trylock(&uq->poll_lock))
+				return done;	/* the holder reaps for us */
+		}
+		atomic_store(&uq->poll_missed, false);
+		n = uring_poll_held(uq, 0);
+		pthread_mutex_unlock(&uq->poll_lock);
+		if (n > 0)
+			done += n;
+		if (!atomic_load(&uq->poll_missed))
+			return done;
+	}
+}
+
 /*
  * From an end_io this thread runs inside its own poll of this ring: go on
  * under that hold.  Inside a poll of another ring, never wait for this
- * one's lock (two pollers would take them in opposite orders): when
- * another thread holds it, that thread is reaping; report nothing.
- * Completions another poller reaped while we waited for the lock count
- * towards @min_complete: the caller's may be among them.
+ * one's lock (two pollers would take them in opposite orders): take what
+ * is ready if it is free.  Completions another poller reaped while we
+ * waited for the lock count towards @min_complete: the caller's may be
+ * among them.
  */
 static int uring_poll_queue(struct uring_queue *uq, unsigned min_complete)
 {
@@ -649,21 +690,15 @@ static int uring_poll_queue(struct uring_queue *uq, unsigned min_complete)
 
 	if (atomic_load(&uq->poll_owner) == &uring_self)
 		return uring_poll_locked(uq, min_complete);
-	if (uring_polls_held || !min_complete) {
-		/* Nothing to wait for: the one who reaps takes what is ready. */
-		if (pthread_mutex_trylock(&uq->poll_lock))
-			return 0;
-	} else {
-		pthread_mutex_lock(&uq->poll_lock);
-	}
+	if (uring_polls_held || !min_complete)
+		return uring_poll_try(uq);
+	pthread_mutex_lock(&uq->poll_lock);
 	others = atomic_load(&uq->reaped) - seen;
 	min_complete -= (unsigned)MQ_MIN(others, (uint64_t)min_complete);
-	atomic_store(&uq->poll_owner, &uring_self);
-	uring_polls_held++;
-	ret = uring_poll_locked(uq, min_complete);
-	uring_polls_held--;
-	atomic_store(&uq->poll_owner, NULL);
+	ret = uring_poll_held(uq, min_complete);
 	pthread_mutex_unlock(&uq->poll_lock);
+	if (ret >= 0 && atomic_load(&uq->poll_missed))
+		ret += uring_poll_try(uq);
 	return ret;
 }
 

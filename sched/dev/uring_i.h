@@ -74,6 +74,7 @@ struct uring_queue {
 	/* Polled: one poller at a time; @poll_owner names it. */
 	pthread_mutex_t poll_lock;
 	_Atomic(const void *) poll_owner;
+	atomic_bool poll_missed;	/* a try found the lock taken */
 	_Atomic uint64_t reaps, reaped;	/* reap runs, requests completed */
 	_Atomic pid_t reaper_tid;
 };

@@ -124,7 +124,7 @@ static void file_reads_end(struct mqfs_file *f)
 
 void mqfs_file_reads_drain(struct mqfs_fs *fs, struct mqfs_file *f)
 {
-	bool polled = mq_queue_nr_poll_queues(fs->q);
+	bool polled = mq_queue_polls_used(fs->q);
 
 	/* A read we wait for may sit in this thread's plug. */
 	mq_flush_plug();

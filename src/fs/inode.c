@@ -803,7 +803,7 @@ void mqfs_ino_dio_wait(struct mqfs_fs *fs, struct mqfs_ino *ip)
 {
 	/* The bios we wait for may sit in this thread's plug. */
 	mq_flush_plug();
-	if (!mq_queue_nr_poll_queues(fs->q)) {
+	if (!mq_queue_polls_used(fs->q)) {
 		mq_inflight_wait(&ip->dio);
 		return;
 	}

@@ -291,7 +291,7 @@ void mqfs_rings_drain(struct mqfs_rings *rs, struct mq_inflight *f)
 	struct mq_queue *mq = rs->d && rs->d->fs ? mqfs_queue(rs->d->fs)
 						 : NULL;
 
-	if (!mq || !mq_queue_nr_poll_queues(mq)) {
+	if (!mq || !mq_queue_polls_used(mq)) {
 		mq_inflight_wait(f);
 		return;
 	}
@@ -630,13 +630,13 @@ static void *ring_thread(void *arg)
 	int err;
 
 	ring_pin(q);
-	ring_poll_setup(q);
 	pthread_mutex_lock(&rs->lock);
 	while (!rs->go && !atomic_load(&rs->stopping))
 		pthread_cond_wait(&rs->cond, &rs->lock);
 	pthread_mutex_unlock(&rs->lock);
 	if (atomic_load(&rs->stopping))
 		return NULL;
+	ring_poll_setup(q);		/* before any request can come */
 	err = ring_register(q);
 	ring_report(q, err);
 	ring_loop(q);
@@ -676,7 +676,8 @@ static int ring_queue_init(struct mqfs_rings *rs, struct mqfs_ring_queue *q,
 	q->ents = calloc(rs->depth, sizeof(*q->ents));
 	if (!q->ents)
 		return -ENOMEM;
-	ret = io_uring_queue_init_params(rs->depth + 1, &q->ring, &p);
+	/* An SQE per entry, the stop's NOP, the poll queue's eventfd read. */
+	ret = io_uring_queue_init_params(rs->depth + 2, &q->ring, &p);
 	if (ret)
 		return ret;
 	q->ring_ok = true;

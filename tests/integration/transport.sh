@@ -80,7 +80,7 @@ while kill -0 "$fp" 2>/dev/null; do
 done
 wait "$fp" || t_fail "fio during size changes: $(tail -n 3 "$T_DIR/grow.log")"
 [ "$n" -ge 10 ] || t_fail "only $n size changes during the reads"
-[ "$(head -c 32M "$T_MNT/r" | md5sum)" = "$sum" ] || t_fail "data changed"
+[ "$(timeout 60 head -c 32M "$T_MNT/r" | md5sum)" = "$sum" ] || t_fail "data changed"
 [ "$(device_reaped)" -gt 0 ] || t_fail "the rings reaped no device I/O"
 t_umount
 t_mount -o transport=uring,uring_reap=reaper

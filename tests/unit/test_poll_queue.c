@@ -16,8 +16,10 @@
  * mq_queue_poll_polled; a drain from an unbound thread completes polled
  * I/O nobody else polls; doorbell batching (mq_uring_batch_begin/end,
  * nested) holds a poll queue's SQEs until the batch ends, unless a poller
- * enters for them first, and never an unflagged bio's.  Data written
- * this way reads back.
+ * enters for them first, and never an unflagged bio's; a CQE that comes
+ * while another thread holds the poll lock is reaped by that thread when
+ * the ring's own poll found the lock taken.  Data written this way reads
+ * back.
  * Exits 77 only when mq_uring_probe() says io_uring is unusable here.
  */
 #ifndef _GNU_SOURCE
@@ -303,6 +305,69 @@ START_TEST(test_pq_others)
 }
 END_TEST
 
+/* The first bio's end_io holds its poller (and so the ring's poll lock). */
+static atomic_bool pq_in_slow;
+
+static void pq_slow_end_io(struct mq_bio *bio)
+{
+	atomic_store(&pq_in_slow, true);
+	usleep(100 * 1000);
+	ur_end_io(bio);
+}
+
+static void *pq_block_poll_main(void *arg)
+{
+	mq_queue_poll_queue(arg, 0, 1);
+	return NULL;
+}
+
+/*
+ * A CQE that comes while another thread holds the poll lock, past its
+ * last look: the ring's own poll (min_complete 0) finds the lock taken
+ * and returns, and the holder must reap once more before it leaves, or
+ * nothing would complete the bio (its thread sleeps on the eventfd,
+ * which already fired).
+ */
+START_TEST(test_pq_missed)
+{
+	char path[PATH_MAX];
+	struct mq_dev *dev = pq_open(path, sizeof(path));
+	struct mq_queue *q = pq_queue(dev, "none");
+	unsigned char *buf = ur_alloc(8 * KiB);
+	struct pollfd pfd = { .events = POLLIN };
+	struct ur_pool slow, p;
+	pthread_t th;
+	uint64_t v;
+
+	T_BEGIN();
+	mq_set_task_poll_queue(0);
+	pfd.fd = mq_queue_poll_fd(q, 0);
+	t_check(pfd.fd >= 0, "poll fd: %s", strerror(-pfd.fd));
+	t_check(ur_pool_init(&slow, 1) && ur_pool_init(&p, 1), "pools");
+	slow.end_io = pq_slow_end_io;
+	atomic_store(&pq_in_slow, false);
+	ur_submit(q, &slow, MQ_OP_READ, 0, 4 * KiB, buf, MQ_REQ_POLLED);
+	t_check(!pthread_create(&th, NULL, pq_block_poll_main, q), "thread");
+	t_check(t_wait_until(atomic_load(&pq_in_slow)), "never reaped");
+	(void)!read(pfd.fd, &v, sizeof(v));	/* the first CQE's signal */
+	ur_submit(q, &p, MQ_OP_READ, 4 * KiB, 4 * KiB, buf + 4 * KiB,
+		  MQ_REQ_POLLED);
+	t_check(poll(&pfd, 1, 5000) == 1, "the second CQE never came");
+	t_check(mq_queue_poll_queue(q, 0, 0) == 0, "the lock was free");
+	pthread_join(th, NULL);
+	t_check(t_wait_until(atomic_load(&p.ended) == 1),
+		"the holder left a CQE it was told about");
+	ur_pool_check(&slow, "slow read");
+	ur_pool_check(&p, "missed read");
+	mq_set_task_poll_queue(-1);
+	ur_pool_free(&slow);
+	ur_pool_free(&p);
+	t_teardown(q, dev);
+	unlink(path);
+	free(buf);
+}
+END_TEST
+
 struct pq_poller {
 	struct mq_queue *q;
 	struct ur_pool *p;
@@ -389,6 +454,7 @@ static Suite *pq_suite(void)
 	ur_tcase(s, "bound", test_pq_bound, 2, 60);
 	ur_tcase(s, "others", test_pq_others, 2, 60);
 	ur_tcase(s, "batch", test_pq_batch, 2, 60);
+	ur_tcase(s, "missed", test_pq_missed, 1, 60);
 	return s;
 }
 
