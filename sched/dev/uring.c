@@ -349,6 +349,7 @@ static void uring_kick(struct uring_queue *uq)
 static bool uring_defer(struct uring_queue *uq)
 {
 	struct io_uring_sq *sq = &uq->ring.sq;
+	const void *owner;
 	unsigned i;
 
 	if (!uring_batch_depth || !uq->polled || uq->ud->cfg.sqpoll)
@@ -364,7 +365,17 @@ static bool uring_defer(struct uring_queue *uq)
 		sq->sqe_head = sq->sqe_tail;
 		io_uring_smp_store_release(sq->ktail, sq->sqe_tail);
 	}
-	return true;
+	/*
+	 * uring_submit counted these SQEs before the store above, so a
+	 * poller may have seen them owed, found nothing published and gone
+	 * to sleep in the kernel for their CQEs - and this thread may block
+	 * before its batch ends (on a lock that poller holds).  With a
+	 * poller there, ring now.  It names itself before it looks
+	 * (uring_poll_locked): of its look and this one, one sees the other.
+	 */
+	atomic_thread_fence(memory_order_seq_cst);
+	owner = atomic_load(&uq->poll_owner);
+	return !owner || owner == &uring_self;
 }
 
 void mq_uring_batch_begin(void)
@@ -622,7 +633,11 @@ static int uring_poll_locked(struct uring_queue *uq, unsigned min_complete)
 		owed = atomic_load(&uq->inflight);
 		if (done >= min_complete || !owed)
 			return (int)done;
-		/* Owed CQEs of SQEs a batch published but did not submit. */
+		/*
+		 * Owed CQEs of SQEs a batch published but did not submit; one
+		 * that publishes after this look sees us (uring_defer).
+		 */
+		atomic_thread_fence(memory_order_seq_cst);
 		(void)uring_enter_published(uq);
 		ret = io_uring_wait_cqe_nr(&uq->ring, &cqe,
 					   MQ_MIN(min_complete - done, owed));

@@ -326,7 +326,7 @@ static int check_transport(const struct opts_raw *raw, struct mqfs_config *cfg)
 	/* In the order of enum mqfs_transport. */
 	static const char *const names[] = { "auto", "uring", "dev" };
 	static const char *const reapers[] = { "ring", "reaper" };
-	unsigned reaper = 1;		/* ring: opt-in, DESIGN.md §17 */
+	unsigned reaper = 0;
 	const char *t = raw->transport ? raw->transport
 				       : getenv("MQFS_TRANSPORT");
 	unsigned which = 0;
@@ -462,7 +462,7 @@ static void usage(FILE *f)
 "  -o uring_pin                 ring thread N runs on CPU N only [off]\n"
 "  -o uring_reap=ring|reaper    who completes the device I/O of ring\n"
 "                               requests: the ring thread, or the\n"
-"                               driver's reaper threads [reaper]\n"
+"                               driver's reaper threads [ring]\n"
 "default_permissions is always on: the kernel checks access.\n"
 "\n");
 }

@@ -720,7 +720,7 @@ START_TEST(test_options)
 	ck_assert_int_eq(t_parse(NULL, &cfg), 0);
 	ck_assert_int_eq(cfg.cache, MQFS_CACHE_KERNEL);
 	ck_assert_int_eq(cfg.transport, MQFS_TRANSPORT_AUTO);
-	ck_assert(!cfg.uring_depth && !cfg.uring_pin && cfg.uring_reaper);
+	ck_assert(!cfg.uring_depth && !cfg.uring_pin && !cfg.uring_reaper);
 	mqfs_config_free(&cfg);
 	ck_assert_int_eq(t_parse("transport=uring,uring_depth=16,uring_pin,"
 				 "uring_reap=reaper", &cfg), 0);

@@ -16,7 +16,8 @@
  * mq_queue_poll_polled; a drain from an unbound thread completes polled
  * I/O nobody else polls; doorbell batching (mq_uring_batch_begin/end,
  * nested) holds a poll queue's SQEs until the batch ends, unless a poller
- * enters for them first, and never an unflagged bio's; a CQE that comes
+ * enters for them first, never while another thread is inside a poll of
+ * the ring, and never an unflagged bio's; a CQE that comes
  * while another thread holds the poll lock is reaped by that thread when
  * the ring's own poll found the lock taken.  Data written this way reads
  * back.
@@ -322,6 +323,64 @@ static void *pq_block_poll_main(void *arg)
 }
 
 /*
+ * Two reads on poll queue 0 of a thread bound to it: @first, whose end_io
+ * holds the poller that reaps it (thread @th, with the ring's poll lock),
+ * and @second, submitted by the test meanwhile.
+ */
+struct pq_held {
+	char path[PATH_MAX];
+	struct mq_dev *dev;
+	struct mq_queue *q;
+	unsigned char *buf;
+	struct pollfd pfd;
+	struct ur_pool first, second;
+	pthread_t th;
+};
+
+/* Until @first's end_io runs in @h->th; its CQE's eventfd signal taken. */
+static void pq_held_begin(struct pq_held *h, void (*end_io)(struct mq_bio *))
+{
+	uint64_t v;
+
+	h->dev = pq_open(h->path, sizeof(h->path));
+	h->q = pq_queue(h->dev, "none");
+	h->buf = ur_alloc(8 * KiB);
+	mq_set_task_poll_queue(0);
+	h->pfd = (struct pollfd){ .fd = mq_queue_poll_fd(h->q, 0),
+				  .events = POLLIN };
+	t_check(h->pfd.fd >= 0, "poll fd: %s", strerror(-h->pfd.fd));
+	t_check(ur_pool_init(&h->first, 1) && ur_pool_init(&h->second, 1),
+		"pools");
+	h->first.end_io = end_io;
+	atomic_store(&pq_in_slow, false);
+	ur_submit(h->q, &h->first, MQ_OP_READ, 0, 4 * KiB, h->buf,
+		  MQ_REQ_POLLED);
+	t_check(!pthread_create(&h->th, NULL, pq_block_poll_main, h->q),
+		"thread");
+	t_check(t_wait_until(atomic_load(&pq_in_slow)), "never reaped");
+	(void)!read(h->pfd.fd, &v, sizeof(v));
+}
+
+static void pq_held_submit_second(struct pq_held *h)
+{
+	ur_submit(h->q, &h->second, MQ_OP_READ, 4 * KiB, 4 * KiB,
+		  h->buf + 4 * KiB, MQ_REQ_POLLED);
+}
+
+/* Both reads ended with their data; everything freed. */
+static void pq_held_end(struct pq_held *h)
+{
+	ur_pool_check(&h->first, "first read");
+	ur_pool_check(&h->second, "second read");
+	mq_set_task_poll_queue(-1);
+	ur_pool_free(&h->first);
+	ur_pool_free(&h->second);
+	t_teardown(h->q, h->dev);
+	unlink(h->path);
+	free(h->buf);
+}
+
+/*
  * A CQE that comes while another thread holds the poll lock, past its
  * last look: the ring's own poll (min_complete 0) finds the lock taken
  * and returns, and the holder must reap once more before it leaves, or
@@ -330,41 +389,17 @@ static void *pq_block_poll_main(void *arg)
  */
 START_TEST(test_pq_missed)
 {
-	char path[PATH_MAX];
-	struct mq_dev *dev = pq_open(path, sizeof(path));
-	struct mq_queue *q = pq_queue(dev, "none");
-	unsigned char *buf = ur_alloc(8 * KiB);
-	struct pollfd pfd = { .events = POLLIN };
-	struct ur_pool slow, p;
-	pthread_t th;
-	uint64_t v;
+	struct pq_held h;
 
 	T_BEGIN();
-	mq_set_task_poll_queue(0);
-	pfd.fd = mq_queue_poll_fd(q, 0);
-	t_check(pfd.fd >= 0, "poll fd: %s", strerror(-pfd.fd));
-	t_check(ur_pool_init(&slow, 1) && ur_pool_init(&p, 1), "pools");
-	slow.end_io = pq_slow_end_io;
-	atomic_store(&pq_in_slow, false);
-	ur_submit(q, &slow, MQ_OP_READ, 0, 4 * KiB, buf, MQ_REQ_POLLED);
-	t_check(!pthread_create(&th, NULL, pq_block_poll_main, q), "thread");
-	t_check(t_wait_until(atomic_load(&pq_in_slow)), "never reaped");
-	(void)!read(pfd.fd, &v, sizeof(v));	/* the first CQE's signal */
-	ur_submit(q, &p, MQ_OP_READ, 4 * KiB, 4 * KiB, buf + 4 * KiB,
-		  MQ_REQ_POLLED);
-	t_check(poll(&pfd, 1, 5000) == 1, "the second CQE never came");
-	t_check(mq_queue_poll_queue(q, 0, 0) == 0, "the lock was free");
-	pthread_join(th, NULL);
-	t_check(t_wait_until(atomic_load(&p.ended) == 1),
+	pq_held_begin(&h, pq_slow_end_io);
+	pq_held_submit_second(&h);
+	t_check(poll(&h.pfd, 1, 5000) == 1, "the second CQE never came");
+	t_check(mq_queue_poll_queue(h.q, 0, 0) == 0, "the lock was free");
+	pthread_join(h.th, NULL);
+	t_check(t_wait_until(atomic_load(&h.second.ended) == 1),
 		"the holder left a CQE it was told about");
-	ur_pool_check(&slow, "slow read");
-	ur_pool_check(&p, "missed read");
-	mq_set_task_poll_queue(-1);
-	ur_pool_free(&slow);
-	ur_pool_free(&p);
-	t_teardown(q, dev);
-	unlink(path);
-	free(buf);
+	pq_held_end(&h);
 }
 END_TEST
 
@@ -443,6 +478,44 @@ START_TEST(test_pq_batch)
 }
 END_TEST
 
+/* The first bio's end_io holds its poller until the test lets it go. */
+static atomic_bool pq_hold;
+
+static void pq_held_end_io(struct mq_bio *bio)
+{
+	atomic_store(&pq_in_slow, true);
+	(void)t_wait_until(!atomic_load(&pq_hold));
+	ur_end_io(bio);
+}
+
+/*
+ * A batch that publishes while another thread polls the ring: that
+ * poller may have counted the SQEs owed before they were published,
+ * looked, found nothing and gone to sleep in the kernel for them - and
+ * the batch's thread may block before its end (on a lock the poller
+ * holds: the hang of a size change waiting for reads).  So with a poller
+ * there the batch rings at once: the CQE comes while the poller is still
+ * held in the first bio's end_io, before the batch ends.
+ */
+START_TEST(test_pq_batch_poller)
+{
+	struct pq_held h;
+
+	T_BEGIN();
+	atomic_store(&pq_hold, true);
+	pq_held_begin(&h, pq_held_end_io);
+	mq_uring_batch_begin();
+	pq_held_submit_second(&h);
+	t_check(poll(&h.pfd, 1, 5000) == 1,
+		"a batch left its doorbell to a poller already looking");
+	atomic_store(&pq_hold, false);
+	pthread_join(h.th, NULL);
+	mq_uring_batch_end();
+	pq_poll_until(h.q, 0, &h.second);
+	pq_held_end(&h);
+}
+END_TEST
+
 /* ---- the program -------------------------------------------------------- */
 
 static Suite *pq_suite(void)
@@ -455,6 +528,7 @@ static Suite *pq_suite(void)
 	ur_tcase(s, "others", test_pq_others, 2, 60);
 	ur_tcase(s, "batch", test_pq_batch, 2, 60);
 	ur_tcase(s, "missed", test_pq_missed, 1, 60);
+	ur_tcase(s, "batch_poller", test_pq_batch_poller, 1, 60);
 	return s;
 }
 
