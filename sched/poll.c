@@ -17,7 +17,9 @@
  * threads that wait for such I/O without having submitted it.
  */
 #include <errno.h>
+#include <time.h>
 #include "blk_i.h"
+#include "mqfs/inflight.h"
 
 int mq_hctx_poll(struct mq_hw_queue *hctx, unsigned min_complete)
 {
@@ -84,6 +86,31 @@ int mq_queue_poll_fd(struct mq_queue *q, unsigned index)
 	if (fd >= 0)
 		atomic_store(&q->polls_used, true);
 	return fd;
+}
+
+/*
+ * One round for a thread that waits for polled I/O it did not submit:
+ * reap every poll queue; a short nap when none completed anything (the
+ * awaited I/O may not have reached the device yet: a plug, an elevator).
+ */
+void mq_queue_poll_polled_nap(struct mq_queue *q)
+{
+	struct timespec nap = { 0, 100 * 1000 };
+
+	if (!mq_queue_poll_polled(q))
+		nanosleep(&nap, NULL);
+}
+
+void mq_queue_inflight_wait(struct mq_queue *q, struct mq_inflight *f)
+{
+	/* The I/O waited for may sit in this thread's plug. */
+	mq_flush_plug();
+	if (!mq_queue_polls_used(q)) {
+		mq_inflight_wait(f);
+		return;
+	}
+	while (mq_inflight_count(f))
+		mq_queue_poll_polled_nap(q);
 }
 
 unsigned mq_queue_poll_polled(struct mq_queue *q)

@@ -130,6 +130,7 @@ static inline enum mq_dir mq_op_dir(unsigned op)
 struct mq_queue;
 struct mq_hw_queue;
 struct mq_sw_ctx;
+struct mq_inflight;
 
 /* Request state flags (rq_flags), owned by the block layer. */
 enum {
@@ -440,5 +441,18 @@ int mq_queue_poll_fd(struct mq_queue *q, unsigned index);
  * thread that waits for MQ_REQ_POLLED I/O of other threads.
  */
 unsigned mq_queue_poll_polled(struct mq_queue *q);
+/*
+ * mq_queue_poll_polled, then a 100 us nap when it completed nothing: one
+ * round of a wait for I/O that may not have reached the device yet.
+ */
+void mq_queue_poll_polled_nap(struct mq_queue *q);
+/*
+ * Until @f drains (mqfs/inflight.h), for a thread that waits for I/O
+ * other threads submitted: while poll queues are in use (some thread
+ * bound itself to one) that I/O may be theirs, which only pollers
+ * complete, so it polls them in rounds; else it sleeps.  The caller's
+ * plug is flushed first.
+ */
+void mq_queue_inflight_wait(struct mq_queue *q, struct mq_inflight *f);
 
 #endif /* MQFS_BLK_H */

@@ -132,20 +132,6 @@ void mqfs_bioset_submit(struct mq_queue *q, struct mqfs_bioset *s)
 	mq_finish_plug(&plug);
 }
 
-/*
- * One round of reaping the queue's poll queues for a thread that waits
- * for MQ_REQ_POLLED I/O it did not submit (nothing else would complete
- * it while the submitter is busy); a short nap when none completed: the
- * awaited I/O may not have reached the device yet.
- */
-void mqfs_poll_nap(struct mqfs_fs *fs)
-{
-	struct timespec ts = { 0, 100 * 1000 };
-
-	if (!mq_queue_poll_polled(fs->q))
-		nanosleep(&ts, NULL);
-}
-
 /* ---- a batch waited for ------------------------------------------------ */
 
 static void batch_done(struct mqfs_bioset *s)

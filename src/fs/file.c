@@ -135,7 +135,7 @@ void mqfs_file_reads_drain(struct mqfs_fs *fs, struct mqfs_file *f)
 			continue;
 		}
 		pthread_mutex_unlock(&f->reads_lock);
-		mqfs_poll_nap(fs);
+		mq_queue_poll_polled_nap(fs->q);
 		pthread_mutex_lock(&f->reads_lock);
 	}
 	pthread_mutex_unlock(&f->reads_lock);

@@ -225,11 +225,6 @@ void mqfs_bioset_fail(struct mqfs_bioset *s, int err);
  * The set may be ended and reused before this returns.
  */
 void mqfs_bioset_submit(struct mq_queue *q, struct mqfs_bioset *s);
-/*
- * For a wait on another thread's MQ_REQ_POLLED I/O (the inode's I/O
- * count, a file's reads): reap the poll queues once, or nap briefly.
- */
-void mqfs_poll_nap(struct mqfs_fs *fs);
 static inline int mqfs_bioset_error(struct mqfs_bioset *s)
 {
 	return atomic_load(&s->error);

@@ -801,12 +801,5 @@ void mqfs_ino_dio_end(struct mqfs_ino *ip)
 
 void mqfs_ino_dio_wait(struct mqfs_fs *fs, struct mqfs_ino *ip)
 {
-	/* The bios we wait for may sit in this thread's plug. */
-	mq_flush_plug();
-	if (!mq_queue_polls_used(fs->q)) {
-		mq_inflight_wait(&ip->dio);
-		return;
-	}
-	while (mq_inflight_count(&ip->dio))
-		mqfs_poll_nap(fs);
+	mq_queue_inflight_wait(fs->q, &ip->dio);
 }

@@ -285,20 +285,13 @@ static void ring_poll_device(struct mqfs_ring_queue *q)
 	}
 }
 
+/* The ring threads are gone: nobody else reaps their poll queues. */
 void mqfs_rings_drain(struct mqfs_rings *rs, struct mq_inflight *f)
 {
-	struct timespec ts = { 0, 100 * 1000 };
-	struct mq_queue *mq = rs->d && rs->d->fs ? mqfs_queue(rs->d->fs)
-						 : NULL;
-
-	if (!mq || !mq_queue_polls_used(mq)) {
+	if (rs->d && rs->d->fs)
+		mq_queue_inflight_wait(mqfs_queue(rs->d->fs), f);
+	else
 		mq_inflight_wait(f);
-		return;
-	}
-	/* The ring threads are gone: nobody else reaps their poll queues. */
-	while (mq_inflight_count(f))
-		if (!mq_queue_poll_polled(mq))
-			nanosleep(&ts, NULL);
 }
 
 /* ---- the engine's side: replies and release --------------------------------- */

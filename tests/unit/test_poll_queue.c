@@ -13,8 +13,8 @@
  * polling thread - unflagged bios of the same thread still go to the
  * reaped queue, and a polled and an unflagged bio side by side in one
  * plug stay two requests on two queues; another thread reaps them with
- * mq_queue_poll_polled; a drain from an unbound thread completes polled
- * I/O nobody else polls; doorbell batching (mq_uring_batch_begin/end,
+ * mq_queue_poll_polled, and mq_queue_inflight_wait on a count of it; a
+ * drain from an unbound thread completes polled I/O nobody else polls; doorbell batching (mq_uring_batch_begin/end,
  * nested) holds a poll queue's SQEs until the batch ends, unless a poller
  * enters for them first, never while another thread is inside a poll of
  * the ring, and never an unflagged bio's; a CQE that comes
@@ -34,6 +34,7 @@ static const char *const g_prog = "test_poll_queue";
 #include "t_uring.h"
 #include "t_main.h"
 #include "mqfs/dev/uring.h"
+#include "mqfs/inflight.h"
 #include "t_dev.h"
 
 #define PQ_FILE_SIZE	(8 * MiB)
@@ -258,7 +259,19 @@ static void *pq_submitter_main(void *arg)
 	return NULL;
 }
 
-/* Another thread's polled I/O: mq_queue_poll_polled, then a drain. */
+/* Counts pq_others' third round down. */
+static struct mq_inflight pq_count;
+
+static void pq_counted_end_io(struct mq_bio *bio)
+{
+	pq_end_io(bio);
+	mq_inflight_dec(&pq_count);
+}
+
+/*
+ * Another thread's polled I/O: mq_queue_poll_polled, then a drain, then
+ * mq_queue_inflight_wait on a count of it (a size change's wait).
+ */
 START_TEST(test_pq_others)
 {
 	char path[PATH_MAX];
@@ -299,6 +312,22 @@ START_TEST(test_pq_others)
 	ur_pool_check(&p, "drained");
 	atomic_store(&s.release, true);
 	pthread_join(th, NULL);
+	ur_pool_free(&p);
+
+	/* Counted, waited for before they are even submitted. */
+	t_check(ur_pool_init(&p, 32), "pool");
+	p.end_io = pq_counted_end_io;
+	mq_inflight_init(&pq_count);
+	for (unsigned i = 0; i < 32; i++)
+		mq_inflight_inc(&pq_count);
+	atomic_store(&s.release, false);
+	t_check(!pthread_create(&th, NULL, pq_submitter_main, &s), "thread");
+	mq_queue_inflight_wait(q, &pq_count);
+	t_check_u64(mq_inflight_count(&pq_count), 0, "count after the wait");
+	ur_pool_check(&p, "waited for by count");
+	atomic_store(&s.release, true);
+	pthread_join(th, NULL);
+	mq_inflight_destroy(&pq_count);
 	ur_pool_free(&p);
 	t_teardown(q, dev);
 	unlink(path);
