@@ -342,9 +342,10 @@ static void uring_kick(struct uring_queue *uq)
 /*
  * Inside a batch, a poll queue's submission only publishes its SQEs
  * (liburing's flush without the enter) and the batch's end enters once
- * per ring.  Only poll queues: their waiters all poll, and a poll kicks
- * what is published before it sleeps (uring_poll_locked), so nobody
- * waits for a doorbell that is still to ring.
+ * per ring - unless another thread is polling the ring, then at once.
+ * Only poll queues: their waiters all poll, and a poll enters what is
+ * published (uring_poll_locked), so nobody waits for a doorbell that is
+ * still to ring.
  */
 static bool uring_defer(struct uring_queue *uq)
 {
@@ -631,14 +632,19 @@ static int uring_poll_locked(struct uring_queue *uq, unsigned min_complete)
 		if (uring_reap(uq, &stop, &done) == URING_REAP_BATCH)
 			continue;
 		owed = atomic_load(&uq->inflight);
-		if (done >= min_complete || !owed)
+		if (!owed)
 			return (int)done;
 		/*
-		 * Owed CQEs of SQEs a batch published but did not submit; one
-		 * that publishes after this look sees us (uring_defer).
+		 * Owed CQEs may be of SQEs a batch published but did not
+		 * submit: enter for them, in a poll that will not wait too (a
+		 * waiter inside another poll only tries, and the batch's thread
+		 * may be blocked on that waiter).  One that publishes after
+		 * this look sees us (uring_defer).
 		 */
 		atomic_thread_fence(memory_order_seq_cst);
 		(void)uring_enter_published(uq);
+		if (done >= min_complete)
+			return (int)done;
 		ret = io_uring_wait_cqe_nr(&uq->ring, &cqe,
 					   MQ_MIN(min_complete - done, owed));
 		if (ret < 0 && ret != -EINTR && ret != -EAGAIN) {

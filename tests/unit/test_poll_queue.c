@@ -16,8 +16,8 @@
  * mq_queue_poll_polled, and mq_queue_inflight_wait on a count of it; a
  * drain from an unbound thread completes polled I/O nobody else polls; doorbell batching (mq_uring_batch_begin/end,
  * nested) holds a poll queue's SQEs until the batch ends, unless a poller
- * enters for them first, never while another thread is inside a poll of
- * the ring, and never an unflagged bio's; a CQE that comes
+ * enters for them first (one that only tries too), never while another
+ * thread is inside a poll of the ring, and never an unflagged bio's; a CQE that comes
  * while another thread holds the poll lock is reaped by that thread when
  * the ring's own poll found the lock taken.  Data written this way reads
  * back.
@@ -545,6 +545,41 @@ START_TEST(test_pq_batch_poller)
 }
 END_TEST
 
+/*
+ * A poll that only tries (min_complete 0) enters what a batch published
+ * too: a waiter inside another poll only tries, and the batch's thread
+ * may be blocked on that waiter.
+ */
+START_TEST(test_pq_batch_try)
+{
+	char path[PATH_MAX];
+	struct mq_dev *dev = pq_open(path, sizeof(path));
+	struct mq_queue *q = pq_queue(dev, "none");
+	unsigned char *buf = ur_alloc(4 * KiB);
+	struct pollfd pfd = { .events = POLLIN };
+	struct ur_pool p;
+
+	T_BEGIN();
+	mq_set_task_poll_queue(0);
+	pfd.fd = mq_queue_poll_fd(q, 0);
+	t_check(pfd.fd >= 0, "poll fd: %s", strerror(-pfd.fd));
+	t_check(ur_pool_init(&p, 1), "pool");
+	mq_uring_batch_begin();
+	ur_submit(q, &p, MQ_OP_READ, 0, 4 * KiB, buf, MQ_REQ_POLLED);
+	t_check(poll(&pfd, 1, 0) == 0, "a batched doorbell rang early");
+	t_check(mq_queue_poll_queue(q, 0, 0) >= 0, "the try");
+	t_check(poll(&pfd, 1, 5000) == 1, "a try left a published SQE");
+	mq_uring_batch_end();
+	pq_poll_until(q, 0, &p);
+	ur_pool_check(&p, "read entered by a try");
+	mq_set_task_poll_queue(-1);
+	ur_pool_free(&p);
+	t_teardown(q, dev);
+	unlink(path);
+	free(buf);
+}
+END_TEST
+
 /* ---- the program -------------------------------------------------------- */
 
 static Suite *pq_suite(void)
@@ -558,6 +593,7 @@ static Suite *pq_suite(void)
 	ur_tcase(s, "batch", test_pq_batch, 2, 60);
 	ur_tcase(s, "missed", test_pq_missed, 1, 60);
 	ur_tcase(s, "batch_poller", test_pq_batch_poller, 1, 60);
+	ur_tcase(s, "batch_try", test_pq_batch_try, 1, 60);
 	return s;
 }
 

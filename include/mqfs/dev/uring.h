@@ -65,9 +65,10 @@ int mq_uring_in_use(const char *path);
  * ring thread): between mq_uring_batch_begin() and mq_uring_batch_end()
  * (they nest), the calling thread's submissions to poll queues
  * (mq_queue_config.nr_poll_queues) only make their SQEs visible to the
- * kernel, and the end enters each such ring once.  Safe because every
- * waiter for poll-queue I/O polls, and a poll enters for visible SQEs
- * before it sleeps.  Other queues ring at once.
+ * kernel, and the end enters each such ring once (a ring another thread
+ * is polling at that moment is entered at once).  Safe because every
+ * waiter for poll-queue I/O polls, and a poll enters for visible SQEs.
+ * Other queues ring at once.
  */
 void mq_uring_batch_begin(void);
 void mq_uring_batch_end(void);
