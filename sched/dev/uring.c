@@ -199,15 +199,15 @@ static int uring_prep(struct uring_queue *uq, struct io_uring_sqe *sqe,
 
 static unsigned uring_reap(struct uring_queue *uq, bool *stop,
 			   unsigned *completed);
-static int uring_poll_locked(struct uring_queue *uq, unsigned min_complete);
+static int uring_poll_try(struct uring_queue *uq);
 
 /*
  * The kernel refused new work for a moment (-EBUSY/-EAGAIN: a full
  * completion queue).  With a reaper, it is draining: retry - unless this
  * is the reaper itself (a completion restarted the queue), which drains
  * here.  Caller-reaped, the submitter drains: inside a poll of its own
- * (an end_io submitted) directly, else when no other thread is polling;
- * one that is will drain it for us.
+ * (an end_io submitted) directly, else with a try (uring_poll_try: a
+ * thread that holds the poll lock is told to reap once more).
  */
 static void uring_submit_busy(struct uring_queue *uq)
 {
@@ -221,20 +221,10 @@ static void uring_submit_busy(struct uring_queue *uq)
 			sched_yield();
 		return;
 	}
-	if (atomic_load(&uq->poll_owner) == &uring_self) {
+	if (atomic_load(&uq->poll_owner) == &uring_self)
 		uring_reap(uq, &stop, &nr);
-	} else if (!pthread_mutex_trylock(&uq->poll_lock)) {
-		atomic_store(&uq->poll_owner, &uring_self);
-		uring_polls_held++;
-		nr = (unsigned)MQ_MAX(uring_poll_locked(uq, 0), 0);
-		uring_polls_held--;
-		atomic_store(&uq->poll_owner, NULL);
-		pthread_mutex_unlock(&uq->poll_lock);
-		if (!nr)
-			sched_yield();
-	} else {
+	else if (!uring_poll_try(uq))
 		sched_yield();
-	}
 }
 
 /*

@@ -314,7 +314,7 @@ START_TEST(test_pq_others)
 	pthread_join(th, NULL);
 	ur_pool_free(&p);
 
-	/* Counted, waited for before they are even submitted. */
+	/* Counted first, then waited for while the other thread submits. */
 	t_check(ur_pool_init(&p, 32), "pool");
 	p.end_io = pq_counted_end_io;
 	mq_inflight_init(&pq_count);
