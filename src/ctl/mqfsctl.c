@@ -183,6 +183,7 @@ static void ctl_field(const char *mnt, const char *file, const char *key,
 static void print_transport(const char *mnt)
 {
 	char t[64], nq[16], depth[16], per_enter[32], per_batch[32], note[192];
+	char pin[16], moves[24], away[16];
 
 	ctl_field(mnt, "fuse/conn", "transport", t, sizeof(t));
 	if (!t[0])
@@ -200,9 +201,14 @@ static void print_transport(const char *mnt)
 		  sizeof(per_enter));
 	ctl_field(mnt, "fuse/stat", "ring_commits_per_batch", per_batch,
 		  sizeof(per_batch));
+	ctl_field(mnt, "fuse/conn", "ring_pin", pin, sizeof(pin));
+	ctl_field(mnt, "fuse/stat", "ring_moves", moves, sizeof(moves));
+	ctl_field(mnt, "fuse/stat", "ring_away", away, sizeof(away));
 	printf("\nFUSE transport: io_uring, %s rings of %s entries; since "
-	       "mount %s requests per io_uring_enter, %s commits per batch\n",
-	       nq, depth, per_enter, per_batch);
+	       "mount %s requests per io_uring_enter, %s commits per batch\n"
+	       "ring threads (uring_pin=%s): %s off their callers' CPU now, "
+	       "%s moves since mount\n", nq, depth, per_enter, per_batch, pin,
+	       away, moves);
 }
 
 /* stat MNT [INTERVAL [COUNT]]: one report of INTERVAL (1 s) by default. */

@@ -613,9 +613,10 @@ static void text_transport(struct mqfs_ctl *c, struct mqfs_ctl_file *f)
 		struct mqfs_ring_stats s;
 
 		mqfs_rings_get_stats(&c->d->rings, &s);
-		text_add(f, "ring_queues %u\nring_depth %u\nring_reap %s\n",
-			 c->d->rings.nr_queues, c->d->rings.depth,
-			 s.dev_polled ? "ring" : "reaper");
+		text_add(f, "ring_queues %u\nring_depth %u\nring_reap %s\n"
+			 "ring_pin %s\n", c->d->rings.nr_queues,
+			 c->d->rings.depth, s.dev_polled ? "ring" : "reaper",
+			 mqfs_ring_pin_names[c->d->rings.pin]);
 	}
 	if (c->d->transport_note[0])
 		text_add(f, "transport_note %s\n", c->d->transport_note);
@@ -634,10 +635,13 @@ static void text_ring_stats(struct mqfs_ctl *c, struct mqfs_ctl_file *f)
 		 "\nring_direct_commits %" PRIu64
 		 "\nring_device_reaps %" PRIu64 "\nring_device_reaped %" PRIu64
 		 "\nring_requests_per_enter %.2f"
-		 "\nring_commits_per_batch %.2f\n", s.requests, s.enters,
-		 s.commits, s.batches, s.direct, s.dev_reaps, s.dev_reaped,
+		 "\nring_commits_per_batch %.2f"
+		 "\nring_moves %" PRIu64 "\nring_away %u\n", s.requests,
+		 s.enters, s.commits, s.batches, s.direct, s.dev_reaps,
+		 s.dev_reaped,
 		 s.enters ? (double)s.requests / (double)s.enters : 0.0,
-		 s.batches ? (double)s.commits / (double)s.batches : 0.0);
+		 s.batches ? (double)s.commits / (double)s.batches : 0.0,
+		 s.moves, s.away);
 }
 
 /* The engine's counters, and what INIT and the bdi settled. */

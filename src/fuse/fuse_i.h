@@ -3,7 +3,7 @@
  * fuse_i.h - the FUSE daemon's private interfaces: its configuration
  * (opts.c), the control surface (ctl.c), its own FUSE protocol engine
  * (decode.c, pool.c, engine.c, init.c) and its io_uring transport
- * (ring.c), the callers' I/O priorities
+ * (ring.c, its threads' CPUs in ring_pin.c), the callers' I/O priorities
  * (ioprio.c), the operations (ops.c, reply.c),
  * the writeback throttle (bdi.c) and the background start (daemon.c),
  * tied together by main.c.  libfuse does the mounting and the option
@@ -15,6 +15,7 @@
 #define FUSE_USE_VERSION 314
 #include <fuse_lowlevel.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -62,6 +63,16 @@ enum mqfs_transport {
 	MQFS_TRANSPORT_DEV,		/* read/writev on /dev/fuse */
 };
 
+/* uring_pin=: where ring thread N (serving the callers on CPU N) runs. */
+enum mqfs_ring_pin {
+	MQFS_RING_PIN_OFF,		/* anywhere */
+	MQFS_RING_PIN_OWN,		/* on CPU N only */
+	MQFS_RING_PIN_OTHER,		/* on any CPU but N */
+	MQFS_RING_PIN_AUTO,		/* own or other, by the queue's load */
+	MQFS_RING_PIN_NR
+};
+extern const char *const mqfs_ring_pin_names[MQFS_RING_PIN_NR];
+
 /* The command line, parsed and checked. */
 struct mqfs_config {
 	char *device;			/* as given on the command line */
@@ -70,7 +81,7 @@ struct mqfs_config {
 	struct mq_queue_config queue;
 	enum mqfs_transport transport;	/* transport= */
 	unsigned uring_depth;		/* entries per ring; 0: default */
-	bool uring_pin;			/* ring thread N runs on CPU N only */
+	enum mqfs_ring_pin uring_pin;	/* where ring thread N runs */
 	bool uring_reaper;		/* uring_reap=reaper: no poll queues */
 	/* Strings handed to mq_queue_attr_store; NULL: the default. */
 	char *tunables[MQFS_MAX_TUNABLES];
@@ -258,6 +269,30 @@ void mqfs_pool_put(struct mqfs_pool *p, struct mqfs_req *r);
 
 struct mqfs_ring_queue;
 
+/* Where one ring thread runs, and (uring_pin=auto) what moves it. */
+struct mqfs_ring_place {
+	cpu_set_t base;			/* its affinity at start */
+	unsigned qid;			/* the CPU whose callers it serves */
+	enum mqfs_ring_pin mode;	/* uring_pin= */
+	enum mqfs_ring_pin now;		/* OFF, OWN or OTHER */
+	unsigned samples;		/* batches in this window */
+	uint64_t held_sum;		/* their requests held */
+};
+
+/* The calling thread's place, serving CPU @qid (auto starts "own"). */
+void mqfs_ring_place_init(struct mqfs_ring_place *p, unsigned qid,
+			  enum mqfs_ring_pin mode);
+/* The CPUs @where means for @p. */
+void mqfs_ring_place_mask(const struct mqfs_ring_place *p,
+			  enum mqfs_ring_pin where, cpu_set_t *set);
+/* Move the calling thread to @p->now: 0 or -errno (it stays put). */
+int mqfs_ring_place_apply(const struct mqfs_ring_place *p);
+/*
+ * A batch was served and the queue holds @held requests: true when
+ * @p->now changed (apply it).
+ */
+bool mqfs_ring_place_sample(struct mqfs_ring_place *p, unsigned held);
+
 /*
  * One queue (thread, io_uring, entries) per possible CPU.  Prepared
  * before the INIT reply (so that a failure can still leave the flag out
@@ -268,7 +303,7 @@ struct mqfs_rings {
 	unsigned nr_queues, depth;
 	struct mqfs_ring_queue *queues;
 	int fuse_fd;			/* a dup of the session's */
-	bool pin;			/* thread N on CPU N (uring_pin) */
+	enum mqfs_ring_pin pin;		/* uring_pin= */
 	bool prepared;
 	pthread_mutex_t lock;		/* @go, @reported, @error, @why */
 	pthread_cond_t cond;
@@ -287,6 +322,8 @@ struct mqfs_ring_stats {
 	/* uring_reap=ring: loop passes that reaped the device, requests */
 	uint64_t dev_reaps, dev_reaped;
 	unsigned dev_polled;		/* rings reaping a device poll queue */
+	uint64_t moves;			/* uring_pin=auto's changes */
+	unsigned away;			/* threads now off their CPU */
 };
 
 /*
@@ -305,7 +342,8 @@ void mqfs_rings_init(struct mqfs_rings *rs);
  * 0, or -errno with @rs->why set and nothing left.
  */
 int mqfs_rings_prepare(struct mqfs_rings *rs, struct mqfs_daemon *d,
-		       int session_fd, unsigned depth, bool pin);
+		       int session_fd, unsigned depth,
+		       enum mqfs_ring_pin pin);
 /* After the INIT reply: register every entry; 0 or -errno (@rs->why). */
 int mqfs_rings_start(struct mqfs_rings *rs);
 /*

@@ -41,7 +41,7 @@ struct opts_raw {
 	char *sched, *queue_depth, *nr_requests, *nr_hw_queues, *plug;
 	char *complete_delay_us, *cache, *errors, *meta_cache, *commit;
 	char *stats, *dontcache_dirty, *fuse_bufs, *bdi_max_ratio;
-	char *transport, *uring_depth, *uring_reap, *driver;
+	char *transport, *uring_depth, *uring_reap, *uring_pin_to, *driver;
 	char *tunables[MQFS_MAX_TUNABLES];
 	int sqpoll, uring_pin, ro, fsname;
 	char *device;
@@ -69,6 +69,7 @@ static const struct fuse_opt raw_opts[] = {
 	RAW("transport=%s", transport),
 	RAW("uring_depth=%s", uring_depth),
 	RAW("uring_pin", uring_pin),
+	RAW("uring_pin=%s", uring_pin_to),
 	RAW("uring_reap=%s", uring_reap),
 	RAW("sqpoll", sqpoll),
 	RAW("driver=%s", driver),
@@ -157,7 +158,8 @@ static void raw_free(struct opts_raw *raw)
 			  &raw->meta_cache, &raw->commit, &raw->stats,
 			  &raw->dontcache_dirty, &raw->fuse_bufs,
 			  &raw->bdi_max_ratio, &raw->transport,
-			  &raw->uring_depth, &raw->uring_reap, &raw->driver,
+			  &raw->uring_depth, &raw->uring_reap, &raw->uring_pin_to,
+			  &raw->driver,
 			  &raw->device };
 
 	for (size_t i = 0; i < sizeof(strs) / sizeof(strs[0]); i++)
@@ -319,14 +321,17 @@ static int check_queue(const struct opts_raw *raw, struct mqfs_config *cfg)
  * test suite runs every script on each), uring_depth=, entries per
  * ring: each is a request slot of 1 MiB + 8 KiB, pinned as the device's
  * fixed buffer, so the pool's 1,000-slot bound covers them all, and
- * uring_reap= (ring.c: who completes the rings' device I/O).
+ * uring_reap= (ring.c: who completes the rings' device I/O) and
+ * uring_pin= (ring_pin.c: where the ring threads run).
  */
 static int check_transport(const struct opts_raw *raw, struct mqfs_config *cfg)
 {
 	/* In the order of enum mqfs_transport. */
 	static const char *const names[] = { "auto", "uring", "dev" };
 	static const char *const reapers[] = { "ring", "reaper" };
-	unsigned reaper = 0;
+	/* A bare uring_pin is "own". */
+	unsigned reaper = 0, pin = raw->uring_pin ? MQFS_RING_PIN_OWN
+						  : MQFS_RING_PIN_AUTO;
 	const char *t = raw->transport ? raw->transport
 				       : getenv("MQFS_TRANSPORT");
 	unsigned which = 0;
@@ -339,7 +344,9 @@ static int check_transport(const struct opts_raw *raw, struct mqfs_config *cfg)
 	cfg->transport = (enum mqfs_transport)which;
 	bad += !!opt_uint("uring_depth", raw->uring_depth, 1, 256,
 			  &cfg->uring_depth);
-	cfg->uring_pin = raw->uring_pin;
+	bad += !!opt_choice("uring_pin", raw->uring_pin_to,
+			    mqfs_ring_pin_names, MQFS_RING_PIN_NR, &pin);
+	cfg->uring_pin = (enum mqfs_ring_pin)pin;
 	bad += !!opt_choice("uring_reap", raw->uring_reap, reapers, 2, &reaper);
 	cfg->uring_reaper = reaper == 1;
 	return bad;
@@ -459,7 +466,12 @@ static void usage(FILE *f)
 "                               kernel offers it [auto]\n"
 "  -o uring_depth=N             requests per ring, 1-256, 1 MiB + 8 KiB\n"
 "                               pinned each [queue_depth/CPUs, 8-32]\n"
-"  -o uring_pin                 ring thread N runs on CPU N only [off]\n"
+"  -o uring_pin=auto|own|other|off\n"
+"                               where ring thread N (serving the callers\n"
+"                               on CPU N) runs: on CPU N, on any other\n"
+"                               CPU, anywhere; auto moves it between own\n"
+"                               and other by its load [auto]; uring_pin\n"
+"                               alone is own\n"
 "  -o uring_reap=ring|reaper    who completes the device I/O of ring\n"
 "                               requests: the ring thread, or the\n"
 "                               driver's reaper threads [ring]\n"

@@ -5,8 +5,7 @@
  *
  * The kernel (6.14+, fs/fuse/dev_uring.c) queues a request on the ring
  * queue of the CPU its caller runs on; queue N is served here by thread
- * mqfs-ringN (on CPU N only with -o uring_pin: DESIGN.md §17 says why not
- * by default), with its own io_uring (SQE128: the command lives in the
+ * mqfs-ringN (placed on or off CPU N by its load: ring_pin.c), with its own io_uring (SQE128: the command lives in the
  * SQE; COOP_TASKRUN, below) and uring_depth entries.  An entry is one request
  * slot of the pool (pool.c): its header page holds the 288-byte
  * fuse_uring_req_header, its payload the request's names and data and
@@ -104,6 +103,9 @@ struct mqfs_ring_queue {
 	bool poll_armed;		/* that read is queued */
 	atomic_uint_fast64_t requests, enters, commits, batches, direct;
 	atomic_uint_fast64_t dev_reaps, dev_reaped;
+	struct mqfs_ring_place place;	/* the thread's only */
+	atomic_uint_fast64_t moves;
+	atomic_bool away;		/* placed off CPU qid */
 };
 
 /* ---- what the kernel offers ---------------------------------------------- */
@@ -552,6 +554,31 @@ static int ring_enter(struct mqfs_ring_queue *q, unsigned to_submit,
 	return ret < 0 ? -errno : 0;
 }
 
+/* Its name, and its CPUs as uring_pin= says (ring_pin.c). */
+static void ring_place(struct mqfs_ring_queue *q)
+{
+	char name[16];
+
+	snprintf(name, sizeof(name), "mqfs-ring%u", q->qid);
+	pthread_setname_np(pthread_self(), name);
+	mqfs_ring_place_init(&q->place, q->qid, q->rs->pin);
+	(void)mqfs_ring_place_apply(&q->place);	/* refused: anywhere */
+	atomic_store(&q->away, q->place.now == MQFS_RING_PIN_OTHER);
+}
+
+/* A batch was served: with uring_pin=auto, its load may move the thread. */
+static void ring_replace(struct mqfs_ring_queue *q)
+{
+	uint64_t held = atomic_load(&q->requests) - atomic_load(&q->commits);
+
+	if (!mqfs_ring_place_sample(&q->place, held > UINT32_MAX ? UINT32_MAX
+								 : (unsigned)held))
+		return;
+	(void)mqfs_ring_place_apply(&q->place);
+	atomic_fetch_add(&q->moves, 1);
+	atomic_store(&q->away, q->place.now == MQFS_RING_PIN_OTHER);
+}
+
 static void ring_loop(struct mqfs_ring_queue *q)
 {
 	struct mqfs_rings *rs = q->rs;
@@ -592,6 +619,7 @@ static void ring_loop(struct mqfs_ring_queue *q)
 		if (reqs) {
 			atomic_fetch_add(&q->requests, reqs);
 			atomic_fetch_add(&q->batches, 1);
+			ring_replace(q);
 		}
 	}
 	mq_uring_batch_end();
@@ -601,28 +629,13 @@ static void ring_loop(struct mqfs_ring_queue *q)
 	pthread_mutex_unlock(&q->sq_lock);
 }
 
-static void ring_pin(struct mqfs_ring_queue *q)
-{
-	cpu_set_t set;
-	char name[16];
-
-	snprintf(name, sizeof(name), "mqfs-ring%u", q->qid);
-	pthread_setname_np(pthread_self(), name);
-	if (!q->rs->pin)
-		return;
-	CPU_ZERO(&set);
-	CPU_SET(q->qid, &set);
-	/* An offline CPU sends nothing: its thread may run anywhere. */
-	(void)pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
-}
-
 static void *ring_thread(void *arg)
 {
 	struct mqfs_ring_queue *q = arg;
 	struct mqfs_rings *rs = q->rs;
 	int err;
 
-	ring_pin(q);
+	ring_place(q);
 	pthread_mutex_lock(&rs->lock);
 	while (!rs->go && !atomic_load(&rs->stopping))
 		pthread_cond_wait(&rs->cond, &rs->lock);
@@ -729,7 +742,8 @@ static int ring_start_threads(struct mqfs_rings *rs)
 }
 
 int mqfs_rings_prepare(struct mqfs_rings *rs, struct mqfs_daemon *d,
-		       int session_fd, unsigned depth, bool pin)
+		       int session_fd, unsigned depth,
+		       enum mqfs_ring_pin pin)
 {
 	int err = 0;
 
@@ -853,5 +867,7 @@ void mqfs_rings_get_stats(struct mqfs_rings *rs, struct mqfs_ring_stats *s)
 		s->dev_reaps += atomic_load(&q->dev_reaps);
 		s->dev_reaped += atomic_load(&q->dev_reaped);
 		s->dev_polled += q->poll_index >= 0;
+		s->moves += atomic_load(&q->moves);
+		s->away += atomic_load(&q->away);
 	}
 }

@@ -35,6 +35,7 @@ refuse "nr_requests" "$T_IMG" "$T_MNT" -f -o nr_requests=-1
 refuse "nr_hw_queues" "$T_IMG" "$T_MNT" -f -o nr_hw_queues=1000
 refuse "plug" "$T_IMG" "$T_MNT" -f -o plug=2
 refuse "uring_reap" "$T_IMG" "$T_MNT" -f -o uring_reap=kernel
+refuse "uring_pin" "$T_IMG" "$T_MNT" -f -o uring_pin=both
 refuse "complete_delay_us" "$T_IMG" "$T_MNT" -f -o complete_delay_us=x
 refuse "read_expire" "$T_IMG" "$T_MNT" -f -o read_expire=soon
 refuse "fifo_batch" "$T_IMG" "$T_MNT" -f -o fifo_batch=-5

@@ -8,7 +8,8 @@
 # device I/O (uring_reap=ring: the ring threads, through poll queues that
 # a size change waiting for reads in flight polls too; =reaper: the
 # driver's threads; with each, size changes during QD32 O_DIRECT reads
-# neither hang nor change the data), and the rings' teardown: an
+# neither hang nor change the data), uring_pin=auto moving a ring thread
+# off its callers' CPU under QD32 reads, and the rings' teardown: an
 # umount -f (the connection aborted) and a SIGKILLed daemon while fio runs, a remount at
 # once (fsck clean after), and mount/unmount cycles, each daemon with
 # exactly one ring thread per queue and gone at unmount, with exit 0.  Skipped (77) where the kernel
@@ -91,6 +92,10 @@ conn | grep -qx 'ring_reap ring' || t_fail "ring_reap: $(conn | grep ring_reap)"
 grep -q 'device I/O reaped by the rings' "$T_LOG" || t_fail "the -f line: no ring reaping"
 size_changes_during_reads "uring_reap=ring"
 [ "$(device_reaped)" -gt 0 ] || t_fail "the rings reaped no device I/O"
+# uring_pin=auto (the default) moved the QD32 reader's ring off its CPU.
+conn | grep -qx 'ring_pin auto' || t_fail "ring_pin: $(conn | grep ring_pin)"
+grep -q '^ring_moves [1-9]' "$T_MNT/.mqfs/fuse/stat" ||
+	t_fail "uring_pin=auto: no move under QD32 reads"
 t_umount
 t_mount -o transport=uring,uring_reap=reaper
 conn | grep -qx 'ring_reap reaper' || t_fail "uring_reap=reaper: $(conn | grep ring_reap)"

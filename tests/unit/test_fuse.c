@@ -702,7 +702,8 @@ START_TEST(test_options)
 		"cache=fast", "queue_depth=0", "queue_depth=4097",
 		"dontcache_dirty=1K", "errors=panic", "fuse_bufs=0",
 		"transport=fast", "uring_depth=0", "uring_depth=257",
-		"uring_reap=kernel", "uring_reap=",
+		"uring_reap=kernel", "uring_reap=", "uring_pin=both",
+		"uring_pin=",
 	};
 	struct mqfs_config cfg;
 
@@ -720,13 +721,24 @@ START_TEST(test_options)
 	ck_assert_int_eq(t_parse(NULL, &cfg), 0);
 	ck_assert_int_eq(cfg.cache, MQFS_CACHE_KERNEL);
 	ck_assert_int_eq(cfg.transport, MQFS_TRANSPORT_AUTO);
-	ck_assert(!cfg.uring_depth && !cfg.uring_pin && !cfg.uring_reaper);
+	ck_assert(!cfg.uring_depth && !cfg.uring_reaper);
+	ck_assert_int_eq(cfg.uring_pin, MQFS_RING_PIN_AUTO);
 	mqfs_config_free(&cfg);
 	ck_assert_int_eq(t_parse("transport=uring,uring_depth=16,uring_pin,"
 				 "uring_reap=reaper", &cfg), 0);
 	ck_assert_int_eq(cfg.transport, MQFS_TRANSPORT_URING);
-	ck_assert(cfg.uring_depth == 16 && cfg.uring_pin && cfg.uring_reaper);
+	ck_assert(cfg.uring_depth == 16 && cfg.uring_reaper);
+	ck_assert_int_eq(cfg.uring_pin, MQFS_RING_PIN_OWN);
 	mqfs_config_free(&cfg);
+	for (unsigned i = 0; i < MQFS_RING_PIN_NR; i++) {
+		char opt[32];
+
+		snprintf(opt, sizeof(opt), "uring_pin=%s",
+			 mqfs_ring_pin_names[i]);
+		ck_assert_int_eq(t_parse(opt, &cfg), 0);
+		ck_assert_int_eq(cfg.uring_pin, (int)i);
+		mqfs_config_free(&cfg);
+	}
 	ck_assert_int_eq(t_parse("uring_reap=ring", &cfg), 0);
 	ck_assert(!cfg.uring_reaper);
 	mqfs_config_free(&cfg);
@@ -744,6 +756,72 @@ START_TEST(test_options)
 	for (size_t i = 0; i < MQ_ARRAY_SIZE(bad); i++)
 		ck_assert_msg(t_parse(bad[i], &cfg) == -EINVAL, "took %s",
 			      bad[i]);
+}
+END_TEST
+
+/* ---- where the ring threads run --------------------------------------- */
+
+static void t_place_feed(struct mqfs_ring_place *p, unsigned held,
+			 unsigned batches, unsigned *moves)
+{
+	for (unsigned i = 0; i < batches; i++)
+		*moves += mqfs_ring_place_sample(p, held);
+}
+
+/*
+ * auto starts on the callers' CPU, goes off it when a window of batches
+ * averages two requests held or more, back at 1.25 or fewer, and stays
+ * put between (no moving back and forth); the fixed modes never move.
+ * The sets stay within the thread's affinity at start.
+ */
+START_TEST(test_ring_place)
+{
+	struct mqfs_ring_place p;
+	unsigned moves = 0;
+	cpu_set_t set;
+
+	mqfs_ring_place_init(&p, 1, MQFS_RING_PIN_AUTO);
+	ck_assert_int_eq(p.now, MQFS_RING_PIN_OWN);
+	t_place_feed(&p, 1, 64 * 16, &moves);	/* a waiting caller */
+	ck_assert_uint_eq(moves, 0);
+	t_place_feed(&p, 32, 63, &moves);	/* not a whole window yet */
+	ck_assert_uint_eq(moves, 0);
+	t_place_feed(&p, 32, 1, &moves);
+	ck_assert(moves == 1 && p.now == MQFS_RING_PIN_OTHER);
+	t_place_feed(&p, 1, 64 * 4, &moves);	/* 1.5 then 1: back */
+	ck_assert(moves == 2 && p.now == MQFS_RING_PIN_OWN);
+	for (unsigned i = 0; i < 64 * 8; i++)	/* 1.5 on average: between */
+		moves += mqfs_ring_place_sample(&p, 1 + i % 2);
+	ck_assert(moves == 2 && p.now == MQFS_RING_PIN_OWN);
+	t_place_feed(&p, 2, 64, &moves);
+	ck_assert(moves == 3 && p.now == MQFS_RING_PIN_OTHER);
+	for (unsigned i = 0; i < 64 * 8; i++)
+		moves += mqfs_ring_place_sample(&p, 1 + i % 2);
+	ck_assert(moves == 3 && p.now == MQFS_RING_PIN_OTHER);
+
+	mqfs_ring_place_init(&p, 0, MQFS_RING_PIN_OTHER);
+	t_place_feed(&p, 1, 1000, &moves);
+	ck_assert(moves == 3 && p.now == MQFS_RING_PIN_OTHER);
+
+	/* The sets, on a made-up affinity of CPUs 0, 2 and 3. */
+	CPU_ZERO(&p.base);
+	CPU_SET(0, &p.base);
+	CPU_SET(2, &p.base);
+	CPU_SET(3, &p.base);
+	p.qid = 2;
+	mqfs_ring_place_mask(&p, MQFS_RING_PIN_OWN, &set);
+	ck_assert(CPU_COUNT(&set) == 1 && CPU_ISSET(2, &set));
+	mqfs_ring_place_mask(&p, MQFS_RING_PIN_OTHER, &set);
+	ck_assert(CPU_COUNT(&set) == 2 && !CPU_ISSET(2, &set));
+	mqfs_ring_place_mask(&p, MQFS_RING_PIN_OFF, &set);
+	ck_assert(CPU_EQUAL(&set, &p.base));
+	p.qid = 1;			/* outside the affinity: all of it */
+	mqfs_ring_place_mask(&p, MQFS_RING_PIN_OWN, &set);
+	ck_assert(CPU_EQUAL(&set, &p.base));
+	CPU_ZERO(&p.base);		/* one CPU: no other to go to */
+	CPU_SET(1, &p.base);
+	mqfs_ring_place_mask(&p, MQFS_RING_PIN_OTHER, &set);
+	ck_assert(CPU_EQUAL(&set, &p.base));
 }
 END_TEST
 
@@ -867,6 +945,7 @@ static Suite *fuse_suite(void)
 	tcase_add_test(tc, test_ioprio_syscall);
 	tcase_add_test(tc, test_ioprio_rt_caps);
 	tcase_add_test(tc, test_options);
+	tcase_add_test(tc, test_ring_place);
 	return s;
 }
 
