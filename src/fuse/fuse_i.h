@@ -279,19 +279,28 @@ struct mqfs_ring_place {
 	uint64_t held_sum;		/* their requests held */
 };
 
-/* The calling thread's place, serving CPU @qid (auto starts "own"). */
+/*
+ * Place the calling thread, serving CPU @qid, as @mode says (auto
+ * starts "own"); a refusal, or an affinity that cannot be read, leaves
+ * it to the scheduler ("off").
+ */
 void mqfs_ring_place_init(struct mqfs_ring_place *p, unsigned qid,
 			  enum mqfs_ring_pin mode);
 /* The CPUs @where means for @p. */
 void mqfs_ring_place_mask(const struct mqfs_ring_place *p,
 			  enum mqfs_ring_pin where, cpu_set_t *set);
-/* Move the calling thread to @p->now: 0 or -errno (it stays put). */
-int mqfs_ring_place_apply(const struct mqfs_ring_place *p);
 /*
- * A batch was served and the queue holds @held requests: true when
- * @p->now changed (apply it).
+ * auto's decision alone: a batch was served and the queue holds @held
+ * requests; true when @p->now changed.
  */
 bool mqfs_ring_place_sample(struct mqfs_ring_place *p, unsigned held);
+/*
+ * The decision, and the move: true when the calling thread now runs on
+ * another set of CPUs (a refused move keeps the old placement).
+ */
+bool mqfs_ring_place_update(struct mqfs_ring_place *p, unsigned held);
+/* Is the thread kept off CPU @p->qid? */
+bool mqfs_ring_place_away(const struct mqfs_ring_place *p);
 
 /*
  * One queue (thread, io_uring, entries) per possible CPU.  Prepared

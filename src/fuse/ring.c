@@ -5,9 +5,10 @@
  *
  * The kernel (6.14+, fs/fuse/dev_uring.c) queues a request on the ring
  * queue of the CPU its caller runs on; queue N is served here by thread
- * mqfs-ringN (placed on or off CPU N by its load: ring_pin.c), with its own io_uring (SQE128: the command lives in the
- * SQE; COOP_TASKRUN, below) and uring_depth entries.  An entry is one request
- * slot of the pool (pool.c): its header page holds the 288-byte
+ * mqfs-ringN (placed on or off CPU N by its load: ring_pin.c), with its
+ * own io_uring (SQE128: the command lives in the SQE; COOP_TASKRUN,
+ * below) and uring_depth entries.  An entry is one request slot of the
+ * pool (pool.c): its header page holds the 288-byte
  * fuse_uring_req_header, its payload the request's names and data and
  * then the reply, and the slots' arena is the device's fixed buffer, so a
  * WRITE goes to the device from the page the kernel copied it into and a
@@ -562,8 +563,7 @@ static void ring_place(struct mqfs_ring_queue *q)
 	snprintf(name, sizeof(name), "mqfs-ring%u", q->qid);
 	pthread_setname_np(pthread_self(), name);
 	mqfs_ring_place_init(&q->place, q->qid, q->rs->pin);
-	(void)mqfs_ring_place_apply(&q->place);	/* refused: anywhere */
-	atomic_store(&q->away, q->place.now == MQFS_RING_PIN_OTHER);
+	atomic_store(&q->away, mqfs_ring_place_away(&q->place));
 }
 
 /* A batch was served: with uring_pin=auto, its load may move the thread. */
@@ -571,12 +571,11 @@ static void ring_replace(struct mqfs_ring_queue *q)
 {
 	uint64_t held = atomic_load(&q->requests) - atomic_load(&q->commits);
 
-	if (!mqfs_ring_place_sample(&q->place, held > UINT32_MAX ? UINT32_MAX
+	if (!mqfs_ring_place_update(&q->place, held > UINT32_MAX ? UINT32_MAX
 								 : (unsigned)held))
 		return;
-	(void)mqfs_ring_place_apply(&q->place);
 	atomic_fetch_add(&q->moves, 1);
-	atomic_store(&q->away, q->place.now == MQFS_RING_PIN_OTHER);
+	atomic_store(&q->away, mqfs_ring_place_away(&q->place));
 }
 
 static void ring_loop(struct mqfs_ring_queue *q)

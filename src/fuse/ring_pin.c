@@ -38,6 +38,16 @@ const char *const mqfs_ring_pin_names[MQFS_RING_PIN_NR] = {
 	"off", "own", "other", "auto",
 };
 
+/* Move the calling thread to @where: 0 or -errno (it stays put). */
+static int place_apply(const struct mqfs_ring_place *p,
+		       enum mqfs_ring_pin where)
+{
+	cpu_set_t set;
+
+	mqfs_ring_place_mask(p, where, &set);
+	return -pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
+}
+
 void mqfs_ring_place_init(struct mqfs_ring_place *p, unsigned qid,
 			  enum mqfs_ring_pin mode)
 {
@@ -45,8 +55,10 @@ void mqfs_ring_place_init(struct mqfs_ring_place *p, unsigned qid,
 		.qid = qid, .mode = mode,
 		.now = mode == MQFS_RING_PIN_AUTO ? MQFS_RING_PIN_OWN : mode,
 	};
-	if (pthread_getaffinity_np(pthread_self(), sizeof(p->base), &p->base))
-		CPU_ZERO(&p->base);	/* unknown: "off" everywhere */
+	/* More CPUs than a cpu_set_t holds, or refused: the scheduler's. */
+	if (pthread_getaffinity_np(pthread_self(), sizeof(p->base), &p->base) ||
+	    (p->now != MQFS_RING_PIN_OFF && place_apply(p, p->now)))
+		p->mode = p->now = MQFS_RING_PIN_OFF;
 }
 
 void mqfs_ring_place_mask(const struct mqfs_ring_place *p,
@@ -63,14 +75,14 @@ void mqfs_ring_place_mask(const struct mqfs_ring_place *p,
 	}
 }
 
-int mqfs_ring_place_apply(const struct mqfs_ring_place *p)
+bool mqfs_ring_place_away(const struct mqfs_ring_place *p)
 {
 	cpu_set_t set;
 
-	if (p->now == MQFS_RING_PIN_OFF || !CPU_COUNT(&p->base))
-		return 0;
+	if (p->now != MQFS_RING_PIN_OTHER)
+		return false;
 	mqfs_ring_place_mask(p, p->now, &set);
-	return -pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
+	return !CPU_EQUAL(&set, &p->base);
 }
 
 bool mqfs_ring_place_sample(struct mqfs_ring_place *p, unsigned held)
@@ -91,4 +103,22 @@ bool mqfs_ring_place_sample(struct mqfs_ring_place *p, unsigned held)
 	else if (quarters <= PLACE_OWN_QUARTERS)
 		p->now = MQFS_RING_PIN_OWN;
 	return p->now != was;
+}
+
+bool mqfs_ring_place_update(struct mqfs_ring_place *p, unsigned held)
+{
+	enum mqfs_ring_pin was = p->now;
+	cpu_set_t before, after;
+
+	if (!mqfs_ring_place_sample(p, held))
+		return false;
+	mqfs_ring_place_mask(p, was, &before);
+	mqfs_ring_place_mask(p, p->now, &after);
+	if (CPU_EQUAL(&before, &after))
+		return false;		/* one CPU, or CPU qid not ours */
+	if (place_apply(p, p->now)) {
+		p->now = was;		/* offline now, or a cpuset shrank */
+		return false;
+	}
+	return true;
 }

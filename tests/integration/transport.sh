@@ -92,10 +92,19 @@ conn | grep -qx 'ring_reap ring' || t_fail "ring_reap: $(conn | grep ring_reap)"
 grep -q 'device I/O reaped by the rings' "$T_LOG" || t_fail "the -f line: no ring reaping"
 size_changes_during_reads "uring_reap=ring"
 [ "$(device_reaped)" -gt 0 ] || t_fail "the rings reaped no device I/O"
-# uring_pin=auto (the default) moved the QD32 reader's ring off its CPU.
+# uring_pin=auto (the default) moves the ring of a QD32 reader kept on
+# CPU 0 (its requests, and io-wq's, all go to queue 0) off that CPU.
 conn | grep -qx 'ring_pin auto' || t_fail "ring_pin: $(conn | grep ring_pin)"
-grep -q '^ring_moves [1-9]' "$T_MNT/.mqfs/fuse/stat" ||
-	t_fail "uring_pin=auto: no move under QD32 reads"
+if [ "$(nproc)" -ge 2 ]; then
+	head -c 8M /dev/zero >"$T_MNT/p"
+	taskset -c 0 fio --name=pin --filename="$T_MNT/p" --size=8m \
+		--rw=randread --bs=4k --direct=1 --ioengine=io_uring \
+		--iodepth=32 --runtime=2 --time_based >"$T_DIR/pin.log" 2>&1 ||
+		t_fail "fio on CPU 0: $(tail -n 3 "$T_DIR/pin.log")"
+	grep -q '^ring_moves [1-9]' "$T_MNT/.mqfs/fuse/stat" ||
+		t_fail "uring_pin=auto: no move under QD32 reads"
+	rm -f "$T_MNT/p"
+fi
 t_umount
 t_mount -o transport=uring,uring_reap=reaper
 conn | grep -qx 'ring_reap reaper' || t_fail "uring_reap=reaper: $(conn | grep ring_reap)"

@@ -822,6 +822,46 @@ START_TEST(test_ring_place)
 	CPU_SET(1, &p.base);
 	mqfs_ring_place_mask(&p, MQFS_RING_PIN_OTHER, &set);
 	ck_assert(CPU_EQUAL(&set, &p.base));
+	/* ... so auto decides "other" but nothing moves, nor is away. */
+	p.mode = MQFS_RING_PIN_AUTO;
+	p.now = MQFS_RING_PIN_OWN;
+	for (unsigned i = 0; i < 64; i++)
+		ck_assert(!mqfs_ring_place_update(&p, 32));
+	ck_assert(p.now == MQFS_RING_PIN_OTHER && !mqfs_ring_place_away(&p));
+}
+END_TEST
+
+/*
+ * A real move of this thread (forked per test: the affinity dies with
+ * it), where it may run on two CPUs or more: off its first CPU, then back.
+ */
+START_TEST(test_ring_place_moves)
+{
+	struct mqfs_ring_place p;
+	cpu_set_t base, now;
+	unsigned first = 0;
+
+	ck_assert_int_eq(sched_getaffinity(0, sizeof(base), &base), 0);
+	if (CPU_COUNT(&base) < 2)
+		return;			/* nowhere else to go: sets above */
+	while (!CPU_ISSET(first, &base))
+		first++;
+	mqfs_ring_place_init(&p, first, MQFS_RING_PIN_AUTO);
+	ck_assert(p.mode == MQFS_RING_PIN_AUTO && !mqfs_ring_place_away(&p));
+	ck_assert_int_eq(sched_getaffinity(0, sizeof(now), &now), 0);
+	ck_assert(CPU_COUNT(&now) == 1 && CPU_ISSET(first, &now));
+	for (unsigned i = 0; i < 63; i++)
+		ck_assert(!mqfs_ring_place_update(&p, 32));
+	ck_assert(mqfs_ring_place_update(&p, 32));
+	ck_assert(mqfs_ring_place_away(&p));
+	ck_assert_int_eq(sched_getaffinity(0, sizeof(now), &now), 0);
+	ck_assert(!CPU_ISSET(first, &now) &&
+		  CPU_COUNT(&now) == CPU_COUNT(&base) - 1);
+	for (unsigned i = 0; i < 63; i++)
+		ck_assert(!mqfs_ring_place_update(&p, 1));
+	ck_assert(mqfs_ring_place_update(&p, 1));
+	ck_assert_int_eq(sched_getaffinity(0, sizeof(now), &now), 0);
+	ck_assert(CPU_COUNT(&now) == 1 && CPU_ISSET(first, &now));
 }
 END_TEST
 
@@ -946,6 +986,7 @@ static Suite *fuse_suite(void)
 	tcase_add_test(tc, test_ioprio_rt_caps);
 	tcase_add_test(tc, test_options);
 	tcase_add_test(tc, test_ring_place);
+	tcase_add_test(tc, test_ring_place_moves);
 	return s;
 }
 
