@@ -614,9 +614,11 @@ static void text_transport(struct mqfs_ctl *c, struct mqfs_ctl_file *f)
 
 		mqfs_rings_get_stats(&c->d->rings, &s);
 		text_add(f, "ring_queues %u\nring_depth %u\nring_reap %s\n"
-			 "ring_pin %s\n", c->d->rings.nr_queues,
-			 c->d->rings.depth, s.dev_polled ? "ring" : "reaper",
-			 mqfs_ring_pin_names[c->d->rings.pin]);
+			 "ring_pin %s\nring_doorbell %s\n",
+			 c->d->rings.nr_queues, c->d->rings.depth,
+			 s.dev_polled ? "ring" : "reaper",
+			 mqfs_ring_pin_names[c->d->rings.pin],
+			 mqfs_ring_doorbell_names[c->d->rings.doorbell]);
 	}
 	if (c->d->transport_note[0])
 		text_add(f, "transport_note %s\n", c->d->transport_note);
@@ -636,12 +638,17 @@ static void text_ring_stats(struct mqfs_ctl *c, struct mqfs_ctl_file *f)
 		 "\nring_device_reaps %" PRIu64 "\nring_device_reaped %" PRIu64
 		 "\nring_requests_per_enter %.2f"
 		 "\nring_commits_per_batch %.2f"
-		 "\nring_moves %" PRIu64 "\nring_away %u\n", s.requests,
+		 "\nring_moves %" PRIu64 "\nring_away %u"
+		 "\nring_doorbell_requests %" PRIu64
+		 "\nring_doorbell_windows %" PRIu64
+		 "\nring_doorbell_eager_windows %" PRIu64
+		 "\nring_doorbell_eager %u\n", s.requests,
 		 s.enters, s.commits, s.batches, s.direct, s.dev_reaps,
 		 s.dev_reaped,
 		 s.enters ? (double)s.requests / (double)s.enters : 0.0,
 		 s.batches ? (double)s.commits / (double)s.batches : 0.0,
-		 s.moves, s.away);
+		 s.moves, s.away, s.bell_requests, s.bell_windows,
+		 s.bell_eager_windows, s.bell_eager);
 }
 
 /* The engine's counters, and what INIT and the bdi settled. */

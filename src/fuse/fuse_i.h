@@ -73,6 +73,15 @@ enum mqfs_ring_pin {
 };
 extern const char *const mqfs_ring_pin_names[MQFS_RING_PIN_NR];
 
+/* uring_doorbell=: when a ring thread submits its requests' device I/O. */
+enum mqfs_ring_doorbell {
+	MQFS_RING_DOORBELL_BATCH,	/* once, after the batch's last */
+	MQFS_RING_DOORBELL_REQUEST,	/* after each request */
+	MQFS_RING_DOORBELL_AUTO,	/* request while the thread idles */
+	MQFS_RING_DOORBELL_NR
+};
+extern const char *const mqfs_ring_doorbell_names[MQFS_RING_DOORBELL_NR];
+
 /* The command line, parsed and checked. */
 struct mqfs_config {
 	char *device;			/* as given on the command line */
@@ -82,6 +91,7 @@ struct mqfs_config {
 	enum mqfs_transport transport;	/* transport= */
 	unsigned uring_depth;		/* entries per ring; 0: default */
 	enum mqfs_ring_pin uring_pin;	/* where ring thread N runs */
+	enum mqfs_ring_doorbell uring_doorbell;	/* when its device I/O goes */
 	bool uring_reaper;		/* uring_reap=reaper: no poll queues */
 	/* Strings handed to mq_queue_attr_store; NULL: the default. */
 	char *tunables[MQFS_MAX_TUNABLES];
@@ -302,6 +312,22 @@ bool mqfs_ring_place_update(struct mqfs_ring_place *p, unsigned held);
 /* Is the thread kept off CPU @p->qid? */
 bool mqfs_ring_place_away(const struct mqfs_ring_place *p);
 
+/* When one ring thread rings the device's doorbell (ring_doorbell.c). */
+struct mqfs_ring_bell {
+	enum mqfs_ring_doorbell mode;	/* uring_doorbell= */
+	bool per_request;		/* now */
+	uint64_t mark;			/* the last wait's start or end, ns */
+	uint64_t busy, idle;		/* this window's, ns */
+	uint64_t windows, eager_windows;	/* ended; of them per request */
+};
+
+void mqfs_ring_bell_init(struct mqfs_ring_bell *b,
+			 enum mqfs_ring_doorbell mode, uint64_t now);
+/* The thread is about to sleep in io_uring_enter, at @now. */
+void mqfs_ring_bell_sleep(struct mqfs_ring_bell *b, uint64_t now);
+/* It woke at @now: true when @b->per_request changed (auto). */
+bool mqfs_ring_bell_woke(struct mqfs_ring_bell *b, uint64_t now);
+
 /*
  * One queue (thread, io_uring, entries) per possible CPU.  Prepared
  * before the INIT reply (so that a failure can still leave the flag out
@@ -313,6 +339,7 @@ struct mqfs_rings {
 	struct mqfs_ring_queue *queues;
 	int fuse_fd;			/* a dup of the session's */
 	enum mqfs_ring_pin pin;		/* uring_pin= */
+	enum mqfs_ring_doorbell doorbell;	/* uring_doorbell= */
 	bool prepared;
 	pthread_mutex_t lock;		/* @go, @reported, @error, @why */
 	pthread_cond_t cond;
@@ -333,6 +360,9 @@ struct mqfs_ring_stats {
 	unsigned dev_polled;		/* rings reaping a device poll queue */
 	uint64_t moves;			/* uring_pin=auto's changes */
 	unsigned away;			/* threads now off their CPU */
+	/* uring_doorbell: rung after a request; windows, of them eager */
+	uint64_t bell_requests, bell_windows, bell_eager_windows;
+	unsigned bell_eager;		/* threads ringing per request now */
 };
 
 /*
@@ -352,7 +382,7 @@ void mqfs_rings_init(struct mqfs_rings *rs);
  */
 int mqfs_rings_prepare(struct mqfs_rings *rs, struct mqfs_daemon *d,
 		       int session_fd, unsigned depth,
-		       enum mqfs_ring_pin pin);
+		       enum mqfs_ring_pin pin, enum mqfs_ring_doorbell bell);
 /* After the INIT reply: register every entry; 0 or -errno (@rs->why). */
 int mqfs_rings_start(struct mqfs_rings *rs);
 /*

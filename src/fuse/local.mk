@@ -11,6 +11,7 @@ libmqfuse_a_SOURCES = \
 	%reldir%/pool.c \
 	%reldir%/engine.c \
 	%reldir%/ring.c \
+	%reldir%/ring_doorbell.c \
 	%reldir%/ring_pin.c \
 	%reldir%/ioprio.c \
 	%reldir%/init.c \

@@ -212,7 +212,8 @@ static int run_rings(struct mqfs_run *r)
 	if (!r->ring_depth)
 		return 0;
 	ret = mqfs_rings_prepare(&d->rings, d, fuse_session_fd(r->se),
-				 r->ring_depth, r->cfg.uring_pin);
+				 r->ring_depth, r->cfg.uring_pin,
+				 r->cfg.uring_doorbell);
 	if (!ret)
 		return 0;
 	snprintf(d->transport_note, sizeof(d->transport_note),

@@ -42,6 +42,7 @@ struct opts_raw {
 	char *complete_delay_us, *cache, *errors, *meta_cache, *commit;
 	char *stats, *dontcache_dirty, *fuse_bufs, *bdi_max_ratio;
 	char *transport, *uring_depth, *uring_reap, *uring_pin_to, *driver;
+	char *uring_doorbell;
 	char *tunables[MQFS_MAX_TUNABLES];
 	int sqpoll, uring_pin, ro, fsname;
 	char *device;
@@ -71,6 +72,7 @@ static const struct fuse_opt raw_opts[] = {
 	RAW("uring_pin", uring_pin),
 	RAW("uring_pin=%s", uring_pin_to),
 	RAW("uring_reap=%s", uring_reap),
+	RAW("uring_doorbell=%s", uring_doorbell),
 	RAW("sqpoll", sqpoll),
 	RAW("driver=%s", driver),
 	/* Kept for the kernel too: the mount itself is read-only. */
@@ -159,7 +161,7 @@ static void raw_free(struct opts_raw *raw)
 			  &raw->dontcache_dirty, &raw->fuse_bufs,
 			  &raw->bdi_max_ratio, &raw->transport,
 			  &raw->uring_depth, &raw->uring_reap, &raw->uring_pin_to,
-			  &raw->driver,
+			  &raw->driver, &raw->uring_doorbell,
 			  &raw->device };
 
 	for (size_t i = 0; i < sizeof(strs) / sizeof(strs[0]); i++)
@@ -321,8 +323,9 @@ static int check_queue(const struct opts_raw *raw, struct mqfs_config *cfg)
  * test suite runs every script on each), uring_depth=, entries per
  * ring: each is a request slot of 1 MiB + 8 KiB, pinned as the device's
  * fixed buffer, so the pool's 1,000-slot bound covers them all, and
- * uring_reap= (ring.c: who completes the rings' device I/O) and
- * uring_pin= (ring_pin.c: where the ring threads run).
+ * uring_reap= (ring.c: who completes the rings' device I/O),
+ * uring_pin= (ring_pin.c: where the ring threads run) and
+ * uring_doorbell= (ring_doorbell.c: when their device I/O goes).
  */
 static int check_transport(const struct opts_raw *raw, struct mqfs_config *cfg)
 {
@@ -332,6 +335,7 @@ static int check_transport(const struct opts_raw *raw, struct mqfs_config *cfg)
 	/* A bare uring_pin is "own". */
 	unsigned reaper = 0, pin = raw->uring_pin ? MQFS_RING_PIN_OWN
 						  : MQFS_RING_PIN_AUTO;
+	unsigned bell = MQFS_RING_DOORBELL_AUTO;
 	const char *t = raw->transport ? raw->transport
 				       : getenv("MQFS_TRANSPORT");
 	unsigned which = 0;
@@ -347,6 +351,10 @@ static int check_transport(const struct opts_raw *raw, struct mqfs_config *cfg)
 	bad += !!opt_choice("uring_pin", raw->uring_pin_to,
 			    mqfs_ring_pin_names, MQFS_RING_PIN_NR, &pin);
 	cfg->uring_pin = (enum mqfs_ring_pin)pin;
+	bad += !!opt_choice("uring_doorbell", raw->uring_doorbell,
+			    mqfs_ring_doorbell_names, MQFS_RING_DOORBELL_NR,
+			    &bell);
+	cfg->uring_doorbell = (enum mqfs_ring_doorbell)bell;
 	bad += !!opt_choice("uring_reap", raw->uring_reap, reapers, 2, &reaper);
 	cfg->uring_reaper = reaper == 1;
 	return bad;
@@ -475,6 +483,11 @@ static void usage(FILE *f)
 "  -o uring_reap=ring|reaper    who completes the device I/O of ring\n"
 "                               requests: the ring thread, or the\n"
 "                               driver's reaper threads [ring]\n"
+"  -o uring_doorbell=auto|batch|request\n"
+"                               when a ring thread submits the device I/O\n"
+"                               of the requests it serves: once a batch,\n"
+"                               after each request, or after each while\n"
+"                               the thread is idle most of the time [auto]\n"
 "default_permissions is always on: the kernel checks access.\n"
 "\n");
 }

@@ -58,6 +58,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "fuse_i.h"
+#include "mqfs/clock.h"
 
 #define RING_PARAM	"/sys/module/fuse/parameters/enable_uring"
 #define RING_CPUS	"/sys/devices/system/cpu/possible"
@@ -107,6 +108,9 @@ struct mqfs_ring_queue {
 	struct mqfs_ring_place place;	/* the thread's only */
 	atomic_uint_fast64_t moves;
 	atomic_bool away;		/* placed off CPU qid */
+	struct mqfs_ring_bell bell;	/* the thread's only */
+	atomic_uint_fast64_t bell_requests, bell_windows, bell_eager_windows;
+	atomic_bool bell_eager;		/* bell.per_request, for the stats */
 };
 
 /* ---- what the kernel offers ---------------------------------------------- */
@@ -453,6 +457,19 @@ static void ring_failed(struct mqfs_ring_queue *q, struct mqfs_ring_ent *e,
 }
 
 /*
+ * uring_doorbell (ring_doorbell.c): the device I/O of the request just
+ * served goes now, not at the batch's end, and what the device has
+ * completed meanwhile is reaped (its commits go at the next enter).
+ */
+static void ring_bell_now(struct mqfs_ring_queue *q)
+{
+	mq_uring_batch_end();
+	ring_poll_device(q);
+	mq_uring_batch_begin();
+	atomic_fetch_add(&q->bell_requests, 1);
+}
+
+/*
  * Handle what the kernel completed; the number of requests.  Each request
  * runs under its own plug (engine.c), not the batch under one: a handler
  * may wait for I/O an earlier request of the batch left in the plug (a
@@ -475,6 +492,8 @@ static unsigned ring_reap(struct mqfs_ring_queue *q)
 		if (cqe->res == 0) {
 			reqs++;
 			ring_serve(io_uring_cqe_get_data(cqe));
+			if (q->bell.per_request && q->poll_index >= 0)
+				ring_bell_now(q);
 		} else {
 			ring_failed(q, io_uring_cqe_get_data(cqe), cqe->res);
 		}
@@ -555,6 +574,24 @@ static int ring_enter(struct mqfs_ring_queue *q, unsigned to_submit,
 	return ret < 0 ? -errno : 0;
 }
 
+/* The thread sleeps in the enter that ends the batch: its busy share. */
+static int ring_enter_wait(struct mqfs_ring_queue *q, unsigned to_submit)
+{
+	struct mqfs_ring_bell *b = &q->bell;
+	uint64_t windows = b->windows;
+	int ret;
+
+	mqfs_ring_bell_sleep(b, mq_clock_ns());
+	ret = ring_enter(q, to_submit, true);
+	if (mqfs_ring_bell_woke(b, mq_clock_ns()))
+		atomic_store(&q->bell_eager, b->per_request);
+	if (b->windows != windows) {
+		atomic_store(&q->bell_windows, b->windows);
+		atomic_store(&q->bell_eager_windows, b->eager_windows);
+	}
+	return ret;
+}
+
 /* Its name, and its CPUs as uring_pin= says (ring_pin.c). */
 static void ring_place(struct mqfs_ring_queue *q)
 {
@@ -564,6 +601,8 @@ static void ring_place(struct mqfs_ring_queue *q)
 	pthread_setname_np(pthread_self(), name);
 	mqfs_ring_place_init(&q->place, q->qid, q->rs->pin);
 	atomic_store(&q->away, mqfs_ring_place_away(&q->place));
+	mqfs_ring_bell_init(&q->bell, q->rs->doorbell, mq_clock_ns());
+	atomic_store(&q->bell_eager, q->bell.per_request);
 }
 
 /* A batch was served: with uring_pin=auto, its load may move the thread. */
@@ -601,7 +640,7 @@ static void ring_loop(struct mqfs_ring_queue *q)
 		/* Runs pending task work too (COOP_TASKRUN): it may post. */
 		ret = io_uring_peek_cqe(&q->ring, &cqe);
 		if (ret)
-			ret = ring_enter(q, n, true);
+			ret = ring_enter_wait(q, n);
 		else if (n)
 			ret = ring_enter(q, n, false);
 		atomic_store(&q->sleeping, false);
@@ -742,13 +781,14 @@ static int ring_start_threads(struct mqfs_rings *rs)
 
 int mqfs_rings_prepare(struct mqfs_rings *rs, struct mqfs_daemon *d,
 		       int session_fd, unsigned depth,
-		       enum mqfs_ring_pin pin)
+		       enum mqfs_ring_pin pin, enum mqfs_ring_doorbell bell)
 {
 	int err = 0;
 
 	rs->d = d;
 	rs->depth = depth;
 	rs->pin = pin;
+	rs->doorbell = bell;
 	rs->nr_queues = mqfs_ring_nr_queues();
 	if (!rs->nr_queues) {
 		snprintf(rs->why, sizeof(rs->why), "cannot read %s", RING_CPUS);
@@ -868,5 +908,9 @@ void mqfs_rings_get_stats(struct mqfs_rings *rs, struct mqfs_ring_stats *s)
 		s->dev_polled += q->poll_index >= 0;
 		s->moves += atomic_load(&q->moves);
 		s->away += atomic_load(&q->away);
+		s->bell_requests += atomic_load(&q->bell_requests);
+		s->bell_windows += atomic_load(&q->bell_windows);
+		s->bell_eager_windows += atomic_load(&q->bell_eager_windows);
+		s->bell_eager += atomic_load(&q->bell_eager);
 	}
 }

@@ -95,6 +95,7 @@ size_changes_during_reads "uring_reap=ring"
 # uring_pin=auto (the default) moves the ring of a QD32 reader kept on
 # CPU 0 (its requests, and io-wq's, all go to queue 0) off that CPU.
 conn | grep -qx 'ring_pin auto' || t_fail "ring_pin: $(conn | grep ring_pin)"
+conn | grep -qx 'ring_doorbell auto' || t_fail "ring_doorbell: $(conn | grep ring_doorbell)"
 if [ "$(nproc)" -ge 2 ]; then
 	head -c 8M /dev/zero >"$T_MNT/p"
 	taskset -c 0 fio --name=pin --filename="$T_MNT/p" --size=8m \
@@ -105,6 +106,19 @@ if [ "$(nproc)" -ge 2 ]; then
 		t_fail "uring_pin=auto: no move under QD32 reads"
 	rm -f "$T_MNT/p"
 fi
+t_umount
+# uring_doorbell=request: every request's device I/O goes at once, and
+# the device is reaped between the requests of a batch.
+t_mount -o transport=uring,uring_doorbell=request
+conn | grep -qx 'ring_doorbell request' || t_fail "ring_doorbell: $(conn | grep ring_doorbell)"
+size_changes_during_reads "uring_doorbell=request"
+grep -q '^ring_doorbell_requests [1-9]' "$T_MNT/.mqfs/fuse/stat" ||
+	t_fail "uring_doorbell=request: no doorbell rung per request"
+t_umount
+t_mount -o transport=uring,uring_doorbell=batch
+size_changes_during_reads "uring_doorbell=batch"
+grep -q '^ring_doorbell_requests 0$' "$T_MNT/.mqfs/fuse/stat" ||
+	t_fail "uring_doorbell=batch: $(grep ring_doorbell_requests "$T_MNT/.mqfs/fuse/stat")"
 t_umount
 t_mount -o transport=uring,uring_reap=reaper
 conn | grep -qx 'ring_reap reaper' || t_fail "uring_reap=reaper: $(conn | grep ring_reap)"

@@ -20,6 +20,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -677,6 +678,24 @@ static int t_parse(const char *opts, struct mqfs_config *cfg)
 	return ret;
 }
 
+/* Each of an option's @n values parses to its index, in the enum at @off. */
+static void t_parse_each(const char *key, const char *const *names,
+			 unsigned n, size_t off)
+{
+	struct mqfs_config cfg;
+
+	for (unsigned i = 0; i < n; i++) {
+		char opt[64];
+		int got;
+
+		snprintf(opt, sizeof(opt), "%s=%s", key, names[i]);
+		ck_assert_int_eq(t_parse(opt, &cfg), 0);
+		memcpy(&got, (const char *)&cfg + off, sizeof(got));
+		ck_assert_int_eq(got, (int)i);
+		mqfs_config_free(&cfg);
+	}
+}
+
 /* The index of mq-deadline's tunable @name (its attribute table). */
 static int t_tunable(const char *name)
 {
@@ -703,7 +722,7 @@ START_TEST(test_options)
 		"dontcache_dirty=1K", "errors=panic", "fuse_bufs=0",
 		"transport=fast", "uring_depth=0", "uring_depth=257",
 		"uring_reap=kernel", "uring_reap=", "uring_pin=both",
-		"uring_pin=",
+		"uring_pin=", "uring_doorbell=always", "uring_doorbell=",
 	};
 	struct mqfs_config cfg;
 
@@ -723,22 +742,19 @@ START_TEST(test_options)
 	ck_assert_int_eq(cfg.transport, MQFS_TRANSPORT_AUTO);
 	ck_assert(!cfg.uring_depth && !cfg.uring_reaper);
 	ck_assert_int_eq(cfg.uring_pin, MQFS_RING_PIN_AUTO);
+	ck_assert_int_eq(cfg.uring_doorbell, MQFS_RING_DOORBELL_AUTO);
 	mqfs_config_free(&cfg);
+	t_parse_each("uring_doorbell", mqfs_ring_doorbell_names,
+		     MQFS_RING_DOORBELL_NR,
+		     offsetof(struct mqfs_config, uring_doorbell));
 	ck_assert_int_eq(t_parse("transport=uring,uring_depth=16,uring_pin,"
 				 "uring_reap=reaper", &cfg), 0);
 	ck_assert_int_eq(cfg.transport, MQFS_TRANSPORT_URING);
 	ck_assert(cfg.uring_depth == 16 && cfg.uring_reaper);
 	ck_assert_int_eq(cfg.uring_pin, MQFS_RING_PIN_OWN);
 	mqfs_config_free(&cfg);
-	for (unsigned i = 0; i < MQFS_RING_PIN_NR; i++) {
-		char opt[32];
-
-		snprintf(opt, sizeof(opt), "uring_pin=%s",
-			 mqfs_ring_pin_names[i]);
-		ck_assert_int_eq(t_parse(opt, &cfg), 0);
-		ck_assert_int_eq(cfg.uring_pin, (int)i);
-		mqfs_config_free(&cfg);
-	}
+	t_parse_each("uring_pin", mqfs_ring_pin_names, MQFS_RING_PIN_NR,
+		     offsetof(struct mqfs_config, uring_pin));
 	ck_assert_int_eq(t_parse("uring_reap=ring", &cfg), 0);
 	ck_assert(!cfg.uring_reaper);
 	mqfs_config_free(&cfg);
@@ -835,6 +851,61 @@ END_TEST
  * A real move of this thread (forked per test: the affinity dies with
  * it), where it may run on two CPUs or more: off its first CPU, then back.
  */
+/*
+ * @n loop passes of a thread @busy_us busy, then @idle_us asleep, from
+ * @now; how often the doorbell mode changed.
+ */
+static unsigned t_bell_feed(struct mqfs_ring_bell *b, uint64_t *now,
+			    unsigned busy_us, unsigned idle_us, unsigned n)
+{
+	unsigned changes = 0;
+
+	for (unsigned i = 0; i < n; i++) {
+		*now += busy_us * 1000ull;
+		mqfs_ring_bell_sleep(b, *now);
+		*now += idle_us * 1000ull;
+		changes += mqfs_ring_bell_woke(b, *now);
+	}
+	return changes;
+}
+
+/* auto: per request while the thread idles, per batch while it is busy. */
+START_TEST(test_ring_bell)
+{
+	struct mqfs_ring_bell b;
+	uint64_t now = 1000;
+
+	mqfs_ring_bell_init(&b, MQFS_RING_DOORBELL_AUTO, now);
+	ck_assert(!b.per_request);
+	/* 30 % busy, but the first window (2 ms) is not over yet. */
+	ck_assert_uint_eq(t_bell_feed(&b, &now, 30, 70, 19), 0);
+	ck_assert(!b.per_request && b.windows == 0);
+	ck_assert_uint_eq(t_bell_feed(&b, &now, 30, 70, 1), 1);
+	ck_assert(b.per_request && b.windows == 1 && b.eager_windows == 1);
+	/* 50 %: between the thresholds, it stays as it is, either way. */
+	ck_assert_uint_eq(t_bell_feed(&b, &now, 50, 50, 200), 0);
+	ck_assert(b.per_request);
+	/* 60 % and more: back to once a batch, and 50 % keeps that. */
+	ck_assert_uint_eq(t_bell_feed(&b, &now, 60, 40, 20), 1);
+	ck_assert(!b.per_request);
+	ck_assert_uint_eq(t_bell_feed(&b, &now, 50, 50, 200), 0);
+	ck_assert(!b.per_request);
+	ck_assert_uint_eq(b.eager_windows, 11);
+	/* One long busy stretch counts whole: a 10 ms batch, then 1 ms. */
+	ck_assert_uint_eq(t_bell_feed(&b, &now, 10000, 1000, 1), 0);
+	ck_assert(!b.per_request);
+	ck_assert_uint_eq(t_bell_feed(&b, &now, 100, 9900, 1), 1);
+	ck_assert(b.per_request);
+	/* The fixed modes never change, whatever the load. */
+	mqfs_ring_bell_init(&b, MQFS_RING_DOORBELL_BATCH, now);
+	ck_assert_uint_eq(t_bell_feed(&b, &now, 1, 99, 100), 0);
+	ck_assert(!b.per_request && b.windows == 5 && b.eager_windows == 0);
+	mqfs_ring_bell_init(&b, MQFS_RING_DOORBELL_REQUEST, now);
+	ck_assert_uint_eq(t_bell_feed(&b, &now, 99, 1, 100), 0);
+	ck_assert(b.per_request && b.eager_windows == 5);
+}
+END_TEST
+
 START_TEST(test_ring_place_moves)
 {
 	struct mqfs_ring_place p;
@@ -987,6 +1058,7 @@ static Suite *fuse_suite(void)
 	tcase_add_test(tc, test_options);
 	tcase_add_test(tc, test_ring_place);
 	tcase_add_test(tc, test_ring_place_moves);
+	tcase_add_test(tc, test_ring_bell);
 	return s;
 }
 
