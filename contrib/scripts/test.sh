@@ -5,6 +5,11 @@ set -eu
 cd "$(dirname "$0")/../.."
 sh contrib/scripts/build.sh --enable-werror
 if ! make check; then
-	cat tests/unit/*.log 2>/dev/null | tail -n 200
+	# CI keeps only this output: show every failing test's own log
+	# (unit and integration alike), not just the summary.
+	for t in $(sed -n 's/^FAIL: //p; s/^ERROR: //p' test-suite.log); do
+		echo "=== $t.log (last 150 lines)"
+		tail -n 150 "$t.log"
+	done
 	exit 1
 fi
