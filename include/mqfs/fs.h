@@ -60,6 +60,15 @@ struct mqfs_mount_opts {
 	uint64_t meta_cache_bytes;	/* 0: 32 MiB */
 	unsigned commit_interval_ms;	/* 0: 5000 */
 	bool no_replay;			/* fsck -n: do not write the journal */
+	/*
+	 * Called before an allocation that met ENOSPC tries again; returns
+	 * once the FORGETs the kernel has sent are served.  An unlinked
+	 * inode the kernel still holds is deleted, its blocks and inode
+	 * freed, only at its last forget, and FUSE may deliver that forget
+	 * after the request that needs the space.  May be NULL.
+	 */
+	void (*await_forgets)(void *arg);
+	void *await_forgets_arg;
 };
 
 /*

@@ -497,10 +497,15 @@ int mqfs_alloc_blocks(struct mqfs_handle *h, uint64_t goal, uint32_t want,
 }
 
 /*
- * Blocks freed by transactions not yet checkpointed cannot be allocated
- * (busy, above) but statfs counts them free; so on ENOSPC commit and
- * wait for the checkpoint (mqfs_journal_sync: a commit the commit thread
- * already made durable may still be writing home), as ext4 does.
+ * ENOSPC is tried once more, after two waits.  First for the forgets on
+ * their way (mqfs_mount_opts.await_forgets): a file unlinked just now
+ * gives its blocks and inode back only at its forget.  Then, while
+ * blocks are busy, for the checkpoint: blocks freed by transactions not
+ * yet checkpointed cannot be allocated (busy, above) but statfs counts
+ * them free, so commit and wait for the checkpoint (mqfs_journal_sync:
+ * a commit the commit thread already made durable may still be writing
+ * home), as ext4 does.  Tried again even when nothing is busy by then:
+ * a checkpoint may have freed the busy blocks the attempt met since.
  */
 static bool alloc_any_busy(struct mqfs_fs *fs)
 {
@@ -512,10 +517,12 @@ static bool alloc_any_busy(struct mqfs_fs *fs)
 
 bool mqfs_retry_enospc(struct mqfs_fs *fs, int err, bool *retried)
 {
-	if (err != -ENOSPC || *retried || !alloc_any_busy(fs))
+	if (err != -ENOSPC || *retried)
 		return false;
 	*retried = true;
-	return mqfs_journal_sync(fs) == 0;
+	if (fs->opts.await_forgets)
+		fs->opts.await_forgets(fs->opts.await_forgets_arg);
+	return !alloc_any_busy(fs) || mqfs_journal_sync(fs) == 0;
 }
 
 /* A run to free must be inside the filesystem, in one AG, not metadata. */

@@ -447,10 +447,11 @@ int mqfs_free_blocks(struct mqfs_handle *h, uint64_t start, uint32_t count);
  * (fs->checkpointed, set at mount). */
 void mqfs_alloc_txn_committed(struct mqfs_fs *fs, uint64_t seq);
 /*
- * After @err: true when it was -ENOSPC that freed blocks still waiting
- * for their checkpoint may explain, and the wait for it (once per
- * @retried) succeeded: the caller tries again, with no lock held that
- * a commit needs.  Data writes, creates, links, renames and xattrs.
+ * After @err: true when it was -ENOSPC, the first time (per @retried),
+ * and the waits for what may free space succeeded (the forgets on their
+ * way, the checkpoint of busy blocks: alloc.c): the caller tries again,
+ * with no lock held that a commit or a forget needs.  Data writes,
+ * creates, links, renames and xattrs.
  */
 bool mqfs_retry_enospc(struct mqfs_fs *fs, int err, bool *retried);
 /* Allocate an inode number in @parent's AG (directories spread out). */

@@ -674,10 +674,11 @@ static void text_fuse(struct mqfs_ctl *c, const struct mqfs_ctl_node *n,
 	text_add(f, "requests %" PRIu64 "\nasync %" PRIu64 "\ninflight %u"
 		 "\ninterrupts %" PRIu64 "\ncancelled %" PRIu64
 		 "\nmalformed %" PRIu64 "\nworkers %u\nparked %u"
-		 "\nmax_workers %u\nslots %u\nslot_waits %" PRIu64 "\n",
+		 "\nmax_workers %u\nslots %u\nslot_waits %" PRIu64
+		 "\nforget_waits %" PRIu64 "\n",
 		 s.requests, s.async, s.inflight, s.interrupts, s.cancelled,
 		 s.bad, s.workers, s.parked, s.max_workers, s.slots,
-		 s.slot_waits);
+		 s.slot_waits, s.forget_waits);
 	text_ring_stats(c, f);
 }
 

@@ -35,6 +35,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -48,6 +49,8 @@
 #define ENG_BLOCKED_NS	(200 * 1000ull)
 /* Workers left waiting in read() when the others are surplus. */
 #define ENG_READERS	2u
+/* The longest an ENOSPC waits for the forgets on their way. */
+#define ENG_FORGET_WAIT_MS	2000u
 
 struct mqfs_worker {
 	struct mqfs_daemon *d;
@@ -349,6 +352,8 @@ static void eng_dispatch(struct mqfs_req *r)
 bool mqfs_engine_serve(struct mqfs_req *r, int err, size_t n)
 {
 	struct mqfs_engine *e = &r->d->eng;
+	uint32_t op = err ? 0 : r->m.h->opcode;
+	bool forget = op == FUSE_FORGET || op == FUSE_BATCH_FORGET;
 
 	r->cancellable = false;
 	r->writeback = false;
@@ -357,11 +362,50 @@ bool mqfs_engine_serve(struct mqfs_req *r, int err, size_t n)
 	atomic_fetch_add(&e->requests, 1);
 	if (e->debug && err != -EPROTO)
 		eng_debug_in(&r->m, n);
+	if (forget)
+		atomic_fetch_add(&e->forgets_busy, 1);
 	if (err)
 		eng_bad(r, err, n);
 	else
 		eng_dispatch(r);
+	if (forget)
+		atomic_fetch_sub(&e->forgets_busy, 1);
 	return atomic_fetch_sub(&r->refs, 1) == 1;
+}
+
+/*
+ * Does a forget wait: served by a worker now, or, on FUSE over io_uring
+ * (where /dev/fuse carries nothing but forgets and interrupts), still
+ * queued there?  On /dev/fuse alone the kernel hands queued forgets out
+ * before requests, so those the waiting request came after were read
+ * before it.  No workers (stopped) or POLLERR (the connection is gone):
+ * nothing will serve what is queued.
+ */
+static bool eng_forgets_pending(struct mqfs_engine *e)
+{
+	struct pollfd p = { .fd = e->clone_fd, .events = POLLIN };
+
+	if (atomic_load(&e->forgets_busy))
+		return true;
+	if (!e->d || !e->d->conn.uring || !atomic_load(&e->started) ||
+	    p.fd < 0 || poll(&p, 1, 0) != 1)
+		return false;
+	return (p.revents & POLLIN) &&
+	       !(p.revents & (POLLERR | POLLHUP | POLLNVAL));
+}
+
+void mqfs_engine_await_forgets(void *arg)
+{
+	struct mqfs_engine *e = arg;
+	uint64_t until = mq_clock_ns() + ENG_FORGET_WAIT_MS * 1000000ull;
+	const struct timespec nap = { .tv_nsec = 1000 * 1000 };
+
+	if (!eng_forgets_pending(e))
+		return;
+	atomic_fetch_add(&e->forget_waits, 1);
+	do
+		nanosleep(&nap, NULL);
+	while (eng_forgets_pending(e) && mq_clock_ns() < until);
 }
 
 /* One request into @r: its length, or -errno (-ENODEV: unmounted). */
@@ -575,9 +619,6 @@ void mqfs_engine_stop(struct mqfs_engine *e)
 	for (unsigned i = 0; i < n; i++)
 		close(e->workers[i].fd);
 	atomic_store(&e->started, 0);
-	if (e->clone_fd >= 0)
-		close(e->clone_fd);
-	e->clone_fd = -1;
 }
 
 void mqfs_engine_destroy(struct mqfs_engine *e)
@@ -585,6 +626,10 @@ void mqfs_engine_destroy(struct mqfs_engine *e)
 	if (!e->inited)
 		return;
 	e->inited = false;
+	/* Kept until now: the unmount's writes may still await forgets. */
+	if (e->clone_fd >= 0)
+		close(e->clone_fd);
+	e->clone_fd = -1;
 	mqfs_pool_destroy(&e->pool);
 	free(e->workers);
 	e->workers = NULL;
@@ -646,6 +691,7 @@ void mqfs_engine_get_stats(struct mqfs_engine *e, struct mqfs_engine_stats *s)
 		.cancelled = atomic_load(&e->cancelled),
 		.bad = atomic_load(&e->bad),
 		.slot_waits = atomic_load(&e->pool.waits),
+		.forget_waits = atomic_load(&e->forget_waits),
 		.slots = e->pool.nr, .workers = atomic_load(&e->started),
 		.parked = parked,
 		.max_workers = e->max_workers,

@@ -453,6 +453,7 @@ bool mqfs_ioprio_caps_allow_rt(uint64_t capeff);
 struct mqfs_engine_stats {
 	uint64_t requests, async, interrupts, cancelled, bad;
 	uint64_t slot_waits;
+	uint64_t forget_waits;
 	unsigned slots, workers, parked, max_workers;
 	unsigned inflight;
 };
@@ -491,6 +492,8 @@ struct mqfs_engine {
 	int init_state;			/* 0 waiting, 1 done, or -errno */
 	atomic_int failed;		/* mqfs_engine_fail's -errno */
 	atomic_uint_fast64_t requests, async, interrupts, cancelled, bad;
+	atomic_uint forgets_busy;	/* FORGET handlers running */
+	atomic_uint_fast64_t forget_waits;	/* ENOSPCs that awaited one */
 };
 
 /*
@@ -499,6 +502,12 @@ struct mqfs_engine {
  * free again (no asynchronous user left).  @r->d, @r->fd, @r->ent set.
  */
 bool mqfs_engine_serve(struct mqfs_req *r, int err, size_t n);
+/*
+ * mqfs_mount_opts.await_forgets (@arg: the engine): return once no
+ * forget the kernel sent waits to be served (at most 2 s), so that an
+ * ENOSPC tries again with the space of the files just unlinked.
+ */
+void mqfs_engine_await_forgets(void *arg);
 /* The INIT handler's verdict: 0 serving, or -errno (the mount fails). */
 void mqfs_engine_init_done(struct mqfs_engine *e, int err);
 /* The mount cannot go on (a ring thread died): unmount, exit non-zero. */

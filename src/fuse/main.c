@@ -186,6 +186,8 @@ static int run_open(struct mqfs_run *r)
 	ret = mqfs_config_tune_queue(&r->cfg, r->q);
 	if (ret)
 		return ret;
+	r->cfg.mount.await_forgets = mqfs_engine_await_forgets;
+	r->cfg.mount.await_forgets_arg = &r->d.eng;
 	ret = mqfs_mount(r->q, &r->cfg.mount, &r->d.fs);
 	if (ret) {
 		fprintf(stderr, "mqfs: %s: cannot mount: %s\n", dev,

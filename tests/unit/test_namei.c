@@ -427,6 +427,70 @@ START_TEST(test_unlink_orphan)
 }
 END_TEST
 
+/*
+ * The forget that frees an unlinked inode may reach the daemon after a
+ * create that needs it (FUSE over io_uring sends forgets on /dev/fuse,
+ * the create on a ring): a create meeting ENOSPC first awaits the
+ * forgets on their way (mqfs_mount_opts.await_forgets, here a stand-in
+ * that serves the one pending), then tries again.
+ */
+static struct tn_forgets {
+	struct mqfs_fs *fs;
+	uint64_t pending;	/* an inode whose forget is on its way */
+	unsigned calls;
+} tn_forgets;
+
+static void tn_serve_forgets(void *arg)
+{
+	struct tn_forgets *f = arg;
+
+	f->calls++;
+	if (f->pending)
+		mqfs_forget(f->fs, f->pending, 1);
+	f->pending = 0;
+}
+
+START_TEST(test_enospc_awaits_forget)
+{
+	uint64_t first = 0, ffree;
+	struct mqfs_entry e;
+	struct t_fs t;
+	char name[16];
+	unsigned n;
+	int err;
+
+	t_fs_make(&t, 4 * T_FS_MIB);
+	t.mount.await_forgets = tn_serve_forgets;
+	t.mount.await_forgets_arg = &tn_forgets;
+	t_fs_remount(&t);
+	tn_forgets = (struct tn_forgets){ .fs = t.fs };
+	ffree = tn_free_inodes(&t);
+	for (n = 0;; n++) {
+		snprintf(name, sizeof(name), "i%u", n);
+		err = mqfs_mknod(t.fs, TN_ROOT, name, S_IFREG | 0644, 0, 0, 0,
+				 &e);
+		if (err)
+			break;
+		if (!first)
+			first = e.ino;
+	}
+	/* Nothing on its way: asked once, and still ENOSPC. */
+	ck_assert_int_eq(err, -ENOSPC);
+	ck_assert_uint_eq(n, ffree);
+	ck_assert_uint_eq(tn_forgets.calls, 1);
+	/* Unlinked, still held by the kernel: the inode is not free yet. */
+	ck_assert_int_eq(mqfs_unlink(t.fs, TN_ROOT, "i0"), 0);
+	ck_assert_uint_eq(tn_free_inodes(&t), 0);
+	tn_forgets.pending = first;
+	ck_assert_int_eq(mqfs_mknod(t.fs, TN_ROOT, "again", S_IFREG | 0644, 0,
+				    0, 0, &e), 0);
+	ck_assert_uint_eq(tn_forgets.calls, 2);
+	ck_assert_uint_eq(tn_forgets.pending, 0);
+	ck_assert_uint_eq(e.ino, first);
+	t_fs_destroy(&t);
+}
+END_TEST
+
 START_TEST(test_rmdir)
 {
 	struct t_fs t;
@@ -921,6 +985,7 @@ static Suite *namei_suite(void)
 	tcase_add_test(tc, test_symlink);
 	tcase_add_test(tc, test_link);
 	tcase_add_test(tc, test_unlink_orphan);
+	tcase_add_test(tc, test_enospc_awaits_forget);
 	tcase_add_test(tc, test_rmdir);
 	tcase_add_test(tc, test_rename_files);
 	tcase_add_test(tc, test_rename_dirs);
