@@ -201,11 +201,14 @@ int mqfs_flush(struct mqfs_fs *fs, struct mqfs_file *f);
  * struct mqfs_io - the filesystem's state for one asynchronous read or
  * write in flight.  The caller provides it with its request (a FUSE
  * request slot, a test's stack frame), so nothing is allocated per I/O;
- * it must stay put from the call until @done has run.  Opaque.
+ * it must stay put from the call until @done has run.  Opaque but for
+ * @short_err: when a write's @done gets fewer bytes than were asked, the
+ * error that stopped it (-ENOSPC, -EFBIG at the largest file, -EIO...).
  */
 #define MQFS_IO_BYTES		512
 struct mqfs_io {
 	_Alignas(16) unsigned char opaque[MQFS_IO_BYTES];
+	int short_err;
 };
 
 /* Bytes of read buffer a read of @size bytes at @off needs (whole blocks). */

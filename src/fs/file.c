@@ -574,8 +574,10 @@ static ssize_t file_write_chunk(struct file_wr *w, uint64_t pos)
 	return err ? err : (ssize_t)(bend - pos);
 }
 
+/* Written synchronously; short: @short_err says why. */
 static ssize_t file_write_slow(struct mqfs_fs *fs, struct mqfs_file *f,
-			       uint64_t off, const void *data, size_t size)
+			       uint64_t off, const void *data, size_t size,
+			       int *short_err)
 {
 	struct mqfs_ino *ip = f->ip;
 	struct file_wr w = { .fs = fs, .ip = ip, .data = data,
@@ -607,6 +609,8 @@ static ssize_t file_write_slow(struct mqfs_fs *fs, struct mqfs_file *f,
 	if (pos == off)
 		return err;
 	/* Short on ENOSPC or an error: report what was written. */
+	if (pos < off + size)
+		*short_err = err ? (int)err : -EFBIG;
 	if (f->flags & O_DSYNC) {
 		int e = mqfs_fsync(fs, ip->ino, false);
 
@@ -623,6 +627,7 @@ static void file_write(struct mqfs_fs *fs, struct mqfs_file *f, uint64_t off,
 	int err = mqfs_fs_writable(fs);
 	ssize_t n;
 
+	io->short_err = 0;
 	if (err || !size) {
 		done(arg, err);
 		return;
@@ -635,7 +640,7 @@ static void file_write(struct mqfs_fs *fs, struct mqfs_file *f, uint64_t off,
 	mqfs_wback_sync(fs, f->ip);
 	if (file_write_fast(fs, f, off, data, size, io, done, arg))
 		return;
-	n = file_write_slow(fs, f, off, data, size);
+	n = file_write_slow(fs, f, off, data, size, &io->short_err);
 	mqfs_ino_data_changed(f->ip);
 	done(arg, n);
 }

@@ -520,18 +520,32 @@ static void writeback_done(struct mqfs_req *r, ssize_t res)
 }
 
 /*
- * The kernel takes a short writeback write for a complete one and the
- * missing bytes would be lost without a word; the filesystem stops short
- * only on ENOSPC or an error, so report it as ENOSPC (fsync and close
- * then fail, as for a local filesystem).
+ * A write stops short only on an error (space ran out, the device
+ * failed, the largest file size): it is answered with that error.  The
+ * kernel takes a short writeback write for a complete one (the missing
+ * bytes would be lost without a word: with the error, fsync and close
+ * fail, as on a local filesystem) and a short asynchronous direct write
+ * (io_uring, libaio) for EIO, whatever the cause; a synchronous one
+ * returns the bytes of its earlier requests and then the error, as from
+ * a local filesystem.  What was written stays, so the file may have
+ * grown: the kernel is told to read its attributes again.
  */
+static ssize_t write_short(struct mqfs_req *r)
+{
+	int err = r->io.short_err;
+
+	if (!r->writeback)
+		mqfs_notify_inval_attr(r, req_ino(r));
+	return err ? err : -EIO;
+}
+
 static void write_done(void *arg, ssize_t res)
 {
 	struct mqfs_req *r = arg;
 	struct fuse_write_out o = { 0 };
 
-	if (res >= 0 && r->writeback && (size_t)res < r->size)
-		res = -ENOSPC;
+	if (res >= 0 && (size_t)res < r->size)
+		res = write_short(r);
 	if (r->writeback)
 		writeback_done(r, res);
 	if (res < 0) {

@@ -10,6 +10,7 @@
 # gets ENOSPC from write() itself, a bounded amount past the free space
 # (the dirty limit follows the free space: src/fuse/bdi.c), and a write
 # past 64 TiB fails with EFBIG from fsync and the next write().
+# io_uring direct writes that run out of space get ENOSPC, not EIO.
 # fsck-clean throughout.
 . "$(dirname "$0")/lib.sh"
 t_init
@@ -190,6 +191,23 @@ fill empty
 fill inodes
 t_umount
 t_fsck
+
+# Asynchronous direct writes (io_uring) into the last free blocks: a
+# request that fits only in part must fail with ENOSPC, not EIO (the
+# kernel turns a short asynchronous write into EIO, whatever the cause).
+if command -v fio >/dev/null; then
+	t_mount -o cache=none
+	fio --name=full --filename="$T_MNT/aio" --size=64m --rw=write \
+		--bs=1m --ioengine=io_uring --direct=1 --iodepth=8 \
+		>"$T_DIR/aio.log" 2>&1 && t_fail "fio filled more than the fs holds"
+	grep -q 'No space left on device' "$T_DIR/aio.log" ||
+		t_fail "no ENOSPC: $(grep -m 3 error "$T_DIR/aio.log")"
+	grep -q 'Input/output error' "$T_DIR/aio.log" &&
+		t_fail "EIO at ENOSPC: $(grep -m 3 error "$T_DIR/aio.log")"
+	rm "$T_MNT/aio"
+	t_umount
+	t_fsck
+fi
 
 t_mount
 fill loop

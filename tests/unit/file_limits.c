@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: MIT
 /*
  * file_limits.c - test_file's limits: the maximum file size, a
- * read-only mount, ENOSPC on a small filesystem (a short count, then
- * ENOSPC, and a consistent fs) and a retry while blocks are busy.
+ * read-only mount, ENOSPC on a small filesystem (a short count that
+ * says why, then ENOSPC, and a consistent fs) and a retry while blocks
+ * are busy.
  */
 #include <fcntl.h>
 #include <stdlib.h>
@@ -20,13 +21,17 @@ START_TEST(test_size_limit)
 	struct stat a = { 0 }, out;
 	struct t_file tf;
 	struct t_fs t;
+	int why;
 
 	t_fs_make(&t, T_SIZE);
 	t_file_create(&t, &tf, "big", O_RDWR);
 	memset(buf, 0x42, sizeof(buf));
 	ck_assert_int_eq(t_write(t.fs, tf.f, max, buf, 1), -EFBIG);
-	/* Up to the limit: a short write. */
-	ck_assert_int_eq(t_write(t.fs, tf.f, max - 10, buf, 100), 10);
+	/* Up to the limit: a short write, which says why. */
+	ck_assert_int_eq(t_write_why(t.fs, tf.f, max - 10, buf, 100, &why), 10);
+	ck_assert_int_eq(why, -EFBIG);
+	ck_assert_int_eq(t_write_why(t.fs, tf.f, max - 10, buf, 10, &why), 10);
+	ck_assert_int_eq(why, 0);
 	ck_assert_uint_eq(t_stat(&tf).st_size, max);
 	ck_assert_int_eq(t_read(t.fs, tf.f, max - 10, buf, 100), 10);
 	ck_assert_uint_eq(t_blocks(&tf), 1);
@@ -75,15 +80,17 @@ START_TEST(test_enospc)
 	struct t_fs t;
 	uint64_t free0;
 	ssize_t r;
+	int why;
 
 	t_fs_make(&t, 4 * T_FS_MIB);
 	t_file_create(&t, &tf, "full", O_RDWR);
 	free0 = t_free_blocks(&t);	/* the root has its first block now */
 	srand(3);
 	t_rand_bytes(buf, big);
-	r = t_write(t.fs, tf.f, 0, buf, big);
+	r = t_write_why(t.fs, tf.f, 0, buf, big, &why);
 	ck_assert_int_gt(r, 0);
 	ck_assert_int_lt(r, (ssize_t)big);
+	ck_assert_int_eq(why, -ENOSPC);
 	ck_assert_int_eq(r % 4096, 0);
 	ck_assert_int_eq(t_write(t.fs, tf.f, (uint64_t)r, buf, 4096), -ENOSPC);
 	ck_assert_int_eq(t_falloc(&tf, 0, (uint64_t)r, 4096), -ENOSPC);

@@ -107,15 +107,27 @@ static inline ssize_t t_read(struct mqfs_fs *fs, struct mqfs_file *f,
 	return res > (ssize_t)size ? -EOVERFLOW : res;
 }
 
-static inline ssize_t t_write(struct mqfs_fs *fs, struct mqfs_file *f,
-			      uint64_t off, const void *buf, size_t size)
+/* A write; @short_err (may be NULL) gets why it stopped short. */
+static inline ssize_t t_write_why(struct mqfs_fs *fs, struct mqfs_file *f,
+				  uint64_t off, const void *buf, size_t size,
+				  int *short_err)
 {
-	struct mqfs_io io;
+	struct mqfs_io io = { .short_err = 1 };	/* never a real value */
 	struct t_wait w;
+	ssize_t res;
 
 	t_wait_init(&w, NULL, 0);
 	mqfs_write(fs, f, off, buf, size, &io, t_write_done, &w);
-	return t_wait_end(&w);
+	res = t_wait_end(&w);
+	if (short_err)
+		*short_err = io.short_err;
+	return res;
+}
+
+static inline ssize_t t_write(struct mqfs_fs *fs, struct mqfs_file *f,
+			      uint64_t off, const void *buf, size_t size)
+{
+	return t_write_why(fs, f, off, buf, size, NULL);
 }
 
 #endif /* MQFS_TESTS_T_FSIO_H */
