@@ -20,7 +20,9 @@ EXTRA_DIST += \
 	contrib/fio/compare-showcase-ioprio.fio \
 	contrib/fio/compare-write-128k-qd1-buffered.fio \
 	contrib/fio/cpu-randread-4k-qd1.fio \
+	contrib/fio/cpu-randread-4k-qd16x2.fio \
 	contrib/fio/cpu-randwrite-4k-qd1.fio \
+	contrib/fio/cpu-randwrite-4k-qd16x2.fio \
 	contrib/fio/dontcache-A.fio \
 	contrib/fio/dontcache-A-direct.fio \
 	contrib/fio/dontcache-B.fio \
