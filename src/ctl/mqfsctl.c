@@ -179,6 +179,32 @@ static void ctl_field(const char *mnt, const char *file, const char *key,
 	fclose(f);
 }
 
+/* The rings' doorbells, and their spill entries when there are some. */
+static void print_ring_bell_spill(const char *mnt)
+{
+	char bell[16], per_req[24], windows[24], eager_win[24], eager[16];
+	char spill[16], spilled[24];
+
+	ctl_field(mnt, "fuse/conn", "ring_doorbell", bell, sizeof(bell));
+	ctl_field(mnt, "fuse/stat", "ring_doorbell_requests", per_req,
+		  sizeof(per_req));
+	ctl_field(mnt, "fuse/stat", "ring_doorbell_windows", windows,
+		  sizeof(windows));
+	ctl_field(mnt, "fuse/stat", "ring_doorbell_eager_windows", eager_win,
+		  sizeof(eager_win));
+	ctl_field(mnt, "fuse/stat", "ring_doorbell_eager", eager,
+		  sizeof(eager));
+	printf("device doorbells (uring_doorbell=%s): %s rung after a single "
+	       "request, %s of %s 2 ms windows eager, %s threads eager now\n",
+	       bell, per_req, eager_win, windows, eager);
+	ctl_field(mnt, "fuse/conn", "ring_spill", spill, sizeof(spill));
+	ctl_field(mnt, "fuse/stat", "ring_spilled", spilled, sizeof(spilled));
+	if (spill[0] && strcmp(spill, "0"))
+		printf("spill entries (uring_spill=%s on each other queue): %s "
+		       "requests served off their queue's thread since mount\n",
+		       spill, spilled);
+}
+
 /* How FUSE requests reach the daemon, and the rings' batching. */
 static void print_transport(const char *mnt)
 {
@@ -209,6 +235,7 @@ static void print_transport(const char *mnt)
 	       "ring threads (uring_pin=%s): %s off their callers' CPU now, "
 	       "%s moves since mount\n", nq, depth, per_enter, per_batch, pin,
 	       away, moves);
+	print_ring_bell_spill(mnt);
 }
 
 /* stat MNT [INTERVAL [COUNT]]: one report of INTERVAL (1 s) by default. */

@@ -613,9 +613,10 @@ static void text_transport(struct mqfs_ctl *c, struct mqfs_ctl_file *f)
 		struct mqfs_ring_stats s;
 
 		mqfs_rings_get_stats(&c->d->rings, &s);
-		text_add(f, "ring_queues %u\nring_depth %u\nring_reap %s\n"
-			 "ring_pin %s\nring_doorbell %s\n",
+		text_add(f, "ring_queues %u\nring_depth %u\nring_spill %u\n"
+			 "ring_reap %s\nring_pin %s\nring_doorbell %s\n",
 			 c->d->rings.nr_queues, c->d->rings.depth,
+			 c->d->rings.spill,
 			 s.dev_polled ? "ring" : "reaper",
 			 mqfs_ring_pin_names[c->d->rings.pin],
 			 mqfs_ring_doorbell_names[c->d->rings.doorbell]);
@@ -642,13 +643,14 @@ static void text_ring_stats(struct mqfs_ctl *c, struct mqfs_ctl_file *f)
 		 "\nring_doorbell_requests %" PRIu64
 		 "\nring_doorbell_windows %" PRIu64
 		 "\nring_doorbell_eager_windows %" PRIu64
-		 "\nring_doorbell_eager %u\n", s.requests,
+		 "\nring_doorbell_eager %u"
+		 "\nring_spilled %" PRIu64 "\n", s.requests,
 		 s.enters, s.commits, s.batches, s.direct, s.dev_reaps,
 		 s.dev_reaped,
 		 s.enters ? (double)s.requests / (double)s.enters : 0.0,
 		 s.batches ? (double)s.commits / (double)s.batches : 0.0,
 		 s.moves, s.away, s.bell_requests, s.bell_windows,
-		 s.bell_eager_windows, s.bell_eager);
+		 s.bell_eager_windows, s.bell_eager, s.spilled);
 }
 
 /* The engine's counters, and what INIT and the bdi settled. */

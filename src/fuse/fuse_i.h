@@ -90,6 +90,7 @@ struct mqfs_config {
 	struct mq_queue_config queue;
 	enum mqfs_transport transport;	/* transport= */
 	unsigned uring_depth;		/* entries per ring; 0: default */
+	unsigned uring_spill;		/* and on each other CPU's queue */
 	enum mqfs_ring_pin uring_pin;	/* where ring thread N runs */
 	enum mqfs_ring_doorbell uring_doorbell;	/* when its device I/O goes */
 	bool uring_reaper;		/* uring_reap=reaper: no poll queues */
@@ -336,6 +337,8 @@ bool mqfs_ring_bell_woke(struct mqfs_ring_bell *b, uint64_t now);
 struct mqfs_rings {
 	struct mqfs_daemon *d;
 	unsigned nr_queues, depth;
+	unsigned spill;			/* entries on each other CPU's queue */
+	unsigned nr_ents;		/* per thread: depth + the spill's */
 	struct mqfs_ring_queue *queues;
 	int fuse_fd;			/* a dup of the session's */
 	enum mqfs_ring_pin pin;		/* uring_pin= */
@@ -345,6 +348,7 @@ struct mqfs_rings {
 	pthread_cond_t cond;
 	bool go;			/* the INIT reply is written */
 	unsigned reported;		/* queues done registering */
+	unsigned spill_registered;	/* threads past their spill entries */
 	bool never_ready;		/* a queue has no entry at all */
 	int error;
 	atomic_bool stopping;
@@ -355,6 +359,7 @@ struct mqfs_ring_stats {
 	unsigned queues, depth;
 	/* direct: commits another thread submitted (the ring slept) */
 	uint64_t requests, enters, commits, batches, direct;
+	uint64_t spilled;		/* served for another CPU's queue */
 	/* uring_reap=ring: loop passes that reaped the device, requests */
 	uint64_t dev_reaps, dev_reaped;
 	unsigned dev_polled;		/* rings reaping a device poll queue */
@@ -374,15 +379,28 @@ int mqfs_ring_probe(char *why, size_t size);
 unsigned mqfs_ring_nr_queues(void);
 /* uring_depth's default: the device queue shared by the CPUs, 8-32. */
 unsigned mqfs_ring_default_depth(unsigned queue_depth, unsigned nr_queues);
+/* Entries (request slots) per ring thread: its queue's and the spill. */
+unsigned mqfs_ring_entries(unsigned depth, unsigned spill, unsigned nr_queues);
+/*
+ * The kernel queue of thread @qid's entry @i: its own for the first
+ * @depth, then @spill for each other queue in turn (registered first).
+ */
+unsigned mqfs_ring_ent_qid(unsigned depth, unsigned spill, unsigned qid,
+			   unsigned i);
 
 void mqfs_rings_init(struct mqfs_rings *rs);
 /*
  * Rings, entries (slots of @d's pool) and threads, not yet registered;
  * 0, or -errno with @rs->why set and nothing left.
  */
+struct mqfs_rings_shape {
+	unsigned depth;			/* uring_depth: the queue's own */
+	unsigned spill;			/* uring_spill: on each other queue */
+	enum mqfs_ring_pin pin;
+	enum mqfs_ring_doorbell doorbell;
+};
 int mqfs_rings_prepare(struct mqfs_rings *rs, struct mqfs_daemon *d,
-		       int session_fd, unsigned depth,
-		       enum mqfs_ring_pin pin, enum mqfs_ring_doorbell bell);
+		       int session_fd, const struct mqfs_rings_shape *shape);
 /* After the INIT reply: register every entry; 0 or -errno (@rs->why). */
 int mqfs_rings_start(struct mqfs_rings *rs);
 /*

@@ -82,7 +82,7 @@ static int run_plan_transport(struct mqfs_run *r, unsigned *extra)
 	const struct mqfs_config *c = &r->cfg;
 	char *note = r->d.transport_note;
 	size_t size = sizeof(r->d.transport_note);
-	unsigned nq = mqfs_ring_nr_queues(), depth;
+	unsigned nq = mqfs_ring_nr_queues(), depth, ents;
 	int on = 0;
 
 	*extra = c->fuse_bufs;
@@ -92,15 +92,17 @@ static int run_plan_transport(struct mqfs_run *r, unsigned *extra)
 	depth = c->uring_depth ? c->uring_depth
 		: mqfs_ring_default_depth(c->queue.queue_depth ?
 					  c->queue.queue_depth : 128, nq);
-	if (on == 1 && (!nq || c->workers + nq * depth > 1000)) {
+	ents = mqfs_ring_entries(depth, c->uring_spill, nq);
+	if (on == 1 && (!nq || c->workers + nq * ents > 1000)) {
 		snprintf(note, size, "%u rings of %u entries exceed the 1000 "
-			 "request slots (lower uring_depth)", nq, depth);
+			 "request slots (lower uring_depth or uring_spill)", nq,
+			 ents);
 		on = -EINVAL;
 	}
 	if (on == 1) {
 		note[0] = '\0';
 		r->ring_depth = depth;
-		*extra = nq * depth;
+		*extra = nq * ents;
 		return 0;
 	}
 	if (c->transport == MQFS_TRANSPORT_AUTO)
@@ -214,8 +216,11 @@ static int run_rings(struct mqfs_run *r)
 	if (!r->ring_depth)
 		return 0;
 	ret = mqfs_rings_prepare(&d->rings, d, fuse_session_fd(r->se),
-				 r->ring_depth, r->cfg.uring_pin,
-				 r->cfg.uring_doorbell);
+				 &(struct mqfs_rings_shape){
+					.depth = r->ring_depth,
+					.spill = r->cfg.uring_spill,
+					.pin = r->cfg.uring_pin,
+					.doorbell = r->cfg.uring_doorbell });
 	if (!ret)
 		return 0;
 	snprintf(d->transport_note, sizeof(d->transport_note),

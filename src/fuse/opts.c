@@ -41,7 +41,8 @@ struct opts_raw {
 	char *sched, *queue_depth, *nr_requests, *nr_hw_queues, *plug;
 	char *complete_delay_us, *cache, *errors, *meta_cache, *commit;
 	char *stats, *dontcache_dirty, *fuse_bufs, *bdi_max_ratio;
-	char *transport, *uring_depth, *uring_reap, *uring_pin_to, *driver;
+	char *transport, *uring_depth, *uring_spill, *uring_reap;
+	char *uring_pin_to, *driver;
 	char *uring_doorbell;
 	char *tunables[MQFS_MAX_TUNABLES];
 	int sqpoll, uring_pin, ro, fsname;
@@ -69,6 +70,7 @@ static const struct fuse_opt raw_opts[] = {
 	RAW("bdi_max_ratio=%s", bdi_max_ratio),
 	RAW("transport=%s", transport),
 	RAW("uring_depth=%s", uring_depth),
+	RAW("uring_spill=%s", uring_spill),
 	RAW("uring_pin", uring_pin),
 	RAW("uring_pin=%s", uring_pin_to),
 	RAW("uring_reap=%s", uring_reap),
@@ -160,7 +162,8 @@ static void raw_free(struct opts_raw *raw)
 			  &raw->meta_cache, &raw->commit, &raw->stats,
 			  &raw->dontcache_dirty, &raw->fuse_bufs,
 			  &raw->bdi_max_ratio, &raw->transport,
-			  &raw->uring_depth, &raw->uring_reap, &raw->uring_pin_to,
+			  &raw->uring_depth, &raw->uring_spill, &raw->uring_reap,
+			  &raw->uring_pin_to,
 			  &raw->driver, &raw->uring_doorbell,
 			  &raw->device };
 
@@ -324,7 +327,8 @@ static int check_queue(const struct opts_raw *raw, struct mqfs_config *cfg)
  * ring: each is a request slot of 1 MiB + 8 KiB, pinned as the device's
  * fixed buffer, so the pool's 1,000-slot bound covers them all, and
  * uring_reap= (ring.c: who completes the rings' device I/O),
- * uring_pin= (ring_pin.c: where the ring threads run) and
+ * uring_spill=, entries on each other CPU's queue (ring.c), uring_pin=
+ * (ring_pin.c: where the ring threads run) and
  * uring_doorbell= (ring_doorbell.c: when their device I/O goes).
  */
 static int check_transport(const struct opts_raw *raw, struct mqfs_config *cfg)
@@ -348,6 +352,8 @@ static int check_transport(const struct opts_raw *raw, struct mqfs_config *cfg)
 	cfg->transport = (enum mqfs_transport)which;
 	bad += !!opt_uint("uring_depth", raw->uring_depth, 1, 256,
 			  &cfg->uring_depth);
+	bad += !!opt_uint("uring_spill", raw->uring_spill, 0, 256,
+			  &cfg->uring_spill);
 	bad += !!opt_choice("uring_pin", raw->uring_pin_to,
 			    mqfs_ring_pin_names, MQFS_RING_PIN_NR, &pin);
 	cfg->uring_pin = (enum mqfs_ring_pin)pin;
@@ -474,6 +480,9 @@ static void usage(FILE *f)
 "                               kernel offers it [auto]\n"
 "  -o uring_depth=N             requests per ring, 1-256, 1 MiB + 8 KiB\n"
 "                               pinned each [queue_depth/CPUs, 8-32]\n"
+"  -o uring_spill=N             requests each ring also takes from every\n"
+"                               other CPU's queue, 0-256, pinned the same;\n"
+"                               uring_pin=auto is then own [0]\n"
 "  -o uring_pin=auto|own|other|off\n"
 "                               where ring thread N (serving the callers\n"
 "                               on CPU N) runs: on CPU N, on any other\n"

@@ -77,7 +77,9 @@ struct mqfs_ring_ent {
 	struct mqfs_req *r;		/* its slot */
 	struct mqfs_fuse_uring_req_header *hdr;	/* = r->mem */
 	struct iovec iov[2];		/* header, payload: REGISTER's */
+	uint16_t qid;			/* the kernel's queue it serves */
 	bool registering;		/* its SQE is a REGISTER */
+	bool refused;			/* its REGISTER failed */
 	unsigned retries;
 	bool replied;			/* mqfs_ring_fill ran */
 	int reply_err;
@@ -91,7 +93,8 @@ struct mqfs_ring_queue {
 	unsigned qid;
 	bool ring_ok, thread_ok, lock_ok;
 	bool reported;			/* to mqfs_rings_start, under rs->lock */
-	bool empty;			/* every REGISTER refused */
+	/* Entries the kernel holds for this queue, whichever thread's. */
+	atomic_uint registered;
 	struct io_uring ring;
 	pthread_t thread;
 	struct mqfs_ring_ent *ents;
@@ -104,6 +107,8 @@ struct mqfs_ring_queue {
 	uint64_t poll_count;		/* the eventfd read's buffer */
 	bool poll_armed;		/* that read is queued */
 	atomic_uint_fast64_t requests, enters, commits, batches, direct;
+	/* Requests of this queue that other threads' spill entries took. */
+	atomic_uint_fast64_t overflowed;
 	atomic_uint_fast64_t dev_reaps, dev_reaped;
 	struct mqfs_ring_place place;	/* the thread's only */
 	atomic_uint_fast64_t moves;
@@ -173,6 +178,11 @@ unsigned mqfs_ring_default_depth(unsigned queue_depth, unsigned nr_queues)
 	return MQ_MAX(8u, MQ_MIN(d, 32u));
 }
 
+unsigned mqfs_ring_entries(unsigned depth, unsigned spill, unsigned nr_queues)
+{
+	return depth + (nr_queues ? spill * (nr_queues - 1) : 0);
+}
+
 /* ---- submission (the ring thread only) ------------------------------------- */
 
 static struct io_uring_sqe *ring_sqe(struct mqfs_ring_queue *q)
@@ -199,7 +209,7 @@ static void ring_prep_cmd(struct mqfs_ring_queue *q, struct mqfs_ring_ent *e,
 	sqe->flags |= IOSQE_FIXED_FILE;
 	memset(sqe->cmd, 0, 80);	/* the SQE128 command area */
 	sqe->cmd_op = op;		/* after prep: it shares sqe->off */
-	req->qid = (uint16_t)q->qid;
+	req->qid = e->qid;
 	if (op == MQFS_FUSE_URING_CMD_REGISTER) {
 		sqe->addr = (uintptr_t)e->iov;
 		sqe->len = 2;
@@ -403,6 +413,8 @@ static void ring_serve(struct mqfs_ring_ent *e)
 
 	e->replied = false;
 	e->unique = e->hdr->ring_ent_in_out.commit_id;
+	if (e->qid != e->q->qid)
+		atomic_fetch_add(&rs->queues[e->qid].overflowed, 1);
 	r->d = rs->d;
 	r->fd = rs->fuse_fd;		/* notifications go to /dev/fuse */
 	err = mqfs_fuse_decode_ring(e->hdr, r->payload, MQFS_SLOT_PAYLOAD,
@@ -422,7 +434,6 @@ static void ring_report(struct mqfs_ring_queue *q, int err)
 		return;
 	}
 	q->reported = true;
-	rs->never_ready |= q->empty;
 	if (err && !rs->error) {
 		rs->error = err;
 		snprintf(rs->why, sizeof(rs->why), "queue %u: REGISTER: %s",
@@ -502,28 +513,69 @@ static unsigned ring_reap(struct mqfs_ring_queue *q)
 	return reqs;
 }
 
+/* REGISTER entries [@first, @first + @n) in one submission. */
+static int ring_register_ents(struct mqfs_ring_queue *q, unsigned first,
+			      unsigned n)
+{
+	int ret;
+
+	pthread_mutex_lock(&q->sq_lock);
+	for (unsigned i = first; i < first + n; i++)
+		ring_prep_cmd(q, &q->ents[i], MQFS_FUSE_URING_CMD_REGISTER);
+	ret = io_uring_submit(&q->ring);
+	pthread_mutex_unlock(&q->sq_lock);
+	atomic_fetch_add(&q->enters, 1);
+	return ret < 0 ? ret : 0;
+}
+
 /*
- * Every entry registered at once.  A refused REGISTER fails inline, so
- * its CQE is there when the submit returns; none there means the kernel
- * took them all (it keeps each until a request comes).  The verdict comes
- * from a look at the CQEs, before any request that came at once is
- * served (the loop serves them, and retries an EAGAIN): a slow first
- * request must not delay the start.  All entries refused: the queue has
- * none, so the kernel's ring can never become ready.
+ * The kernel hands a request to the entry of its queue that became
+ * available last (a stack).  Every thread registers its spill entries
+ * (uring_spill) before any registers its own, so that each queue's own
+ * entries lie above the others': the first requests go to the queue's
+ * own thread, a spill entry only when they are all taken.  From then on
+ * the order is the commits' (DESIGN.md section 17).  A thread that never
+ * comes (a failed start) holds the others for RING_START_MS at most.
+ */
+static void ring_spill_barrier(struct mqfs_ring_queue *q)
+{
+	struct mqfs_rings *rs = q->rs;
+	struct timespec until = mqfs_deadline_ms(RING_START_MS);
+	int err = 0;
+
+	pthread_mutex_lock(&rs->lock);
+	rs->spill_registered++;
+	pthread_cond_broadcast(&rs->cond);
+	while (!err && rs->spill_registered < rs->nr_queues &&
+	       !atomic_load(&rs->stopping))
+		err = pthread_cond_timedwait(&rs->cond, &rs->lock, &until);
+	pthread_mutex_unlock(&rs->lock);
+}
+
+/*
+ * Every entry registered: the spill entries, then the queue's own.  A
+ * refused REGISTER fails inline, so its CQE is there when the submit
+ * returns; none there means the kernel took them all (it keeps each until
+ * a request comes).  The verdict comes from a look at the CQEs, before
+ * any request that came at once is served (the loop serves them, and
+ * retries an EAGAIN): a slow first request must not delay the start.  The
+ * entries not refused count for their queue: one with none (its thread's
+ * refused, and no spill entry of the others taken) can never become
+ * ready, and then neither can the kernel's ring (mqfs_rings_start).
  */
 static int ring_register(struct mqfs_ring_queue *q)
 {
 	struct mqfs_rings *rs = q->rs;
 	struct io_uring_cqe *cqe;
-	unsigned head, refused = 0;
-	int ret, err = 0;
+	unsigned head;
+	int ret = 0, err = 0;
 
-	pthread_mutex_lock(&q->sq_lock);
-	for (unsigned i = 0; i < rs->depth; i++)
-		ring_prep_cmd(q, &q->ents[i], MQFS_FUSE_URING_CMD_REGISTER);
-	ret = io_uring_submit(&q->ring);
-	pthread_mutex_unlock(&q->sq_lock);
-	atomic_fetch_add(&q->enters, 1);
+	if (rs->nr_ents > rs->depth) {
+		ret = ring_register_ents(q, rs->depth, rs->nr_ents - rs->depth);
+		ring_spill_barrier(q);
+	}
+	if (!ret)
+		ret = ring_register_ents(q, 0, rs->depth);
 	if (ret < 0)
 		return ret;
 	io_uring_for_each_cqe(&q->ring, head, cqe) {
@@ -533,10 +585,13 @@ static int ring_register(struct mqfs_ring_queue *q)
 		    cqe->user_data == RING_POLL_UD || !e->registering ||
 		    cqe->res >= 0 || cqe->res == -EAGAIN || cqe->res == -EINTR)
 			continue;
-		refused++;
+		e->refused = true;
 		err = err ? err : cqe->res;
 	}
-	q->empty = refused == rs->depth;
+	for (unsigned i = 0; i < rs->nr_ents; i++)
+		if (!q->ents[i].refused)
+			atomic_fetch_add(&rs->queues[q->ents[i].qid].registered,
+					 1);
 	return err;
 }
 
@@ -698,6 +753,17 @@ static int ring_fault_qid(void)
 	return s && *s ? atoi(s) : -1;
 }
 
+unsigned mqfs_ring_ent_qid(unsigned depth, unsigned spill, unsigned qid,
+			   unsigned i)
+{
+	unsigned other;
+
+	if (i < depth)
+		return qid;
+	other = (i - depth) / spill;	/* 0 .. nr_queues - 2 */
+	return other < qid ? other : other + 1;
+}
+
 static int ring_queue_init(struct mqfs_rings *rs, struct mqfs_ring_queue *q,
 			   unsigned qid)
 {
@@ -717,21 +783,23 @@ static int ring_queue_init(struct mqfs_rings *rs, struct mqfs_ring_queue *q,
 	q->poll_index = -1;
 	pthread_mutex_init(&q->sq_lock, NULL);
 	q->lock_ok = true;
-	q->ents = calloc(rs->depth, sizeof(*q->ents));
+	q->ents = calloc(rs->nr_ents, sizeof(*q->ents));
 	if (!q->ents)
 		return -ENOMEM;
 	/* An SQE per entry, the stop's NOP, the poll queue's eventfd read. */
-	ret = io_uring_queue_init_params(rs->depth + 2, &q->ring, &p);
+	ret = io_uring_queue_init_params(rs->nr_ents + 2, &q->ring, &p);
 	if (ret)
 		return ret;
 	q->ring_ok = true;
 	ret = io_uring_register_files(&q->ring, &rs->fuse_fd, 1);
 	if (ret)
 		return ret;
-	for (unsigned i = 0; i < rs->depth; i++) {
+	for (unsigned i = 0; i < rs->nr_ents; i++) {
 		struct mqfs_ring_ent *e = &q->ents[i];
 
 		e->q = q;
+		e->qid = (uint16_t)mqfs_ring_ent_qid(rs->depth, rs->spill, qid,
+						     i);
 		e->r = mqfs_pool_try_get(&rs->d->eng.pool);
 		if (!e->r)
 			return -ENOMEM;
@@ -748,7 +816,7 @@ static void ring_queue_destroy(struct mqfs_rings *rs, struct mqfs_ring_queue *q)
 {
 	if (q->ring_ok)
 		io_uring_queue_exit(&q->ring);
-	for (unsigned i = 0; q->ents && i < rs->depth; i++)
+	for (unsigned i = 0; q->ents && i < rs->nr_ents; i++)
 		if (q->ents[i].r) {
 			q->ents[i].r->ent = NULL;
 			mqfs_pool_put(&rs->d->eng.pool, q->ents[i].r);
@@ -780,20 +848,24 @@ static int ring_start_threads(struct mqfs_rings *rs)
 }
 
 int mqfs_rings_prepare(struct mqfs_rings *rs, struct mqfs_daemon *d,
-		       int session_fd, unsigned depth,
-		       enum mqfs_ring_pin pin, enum mqfs_ring_doorbell bell)
+		       int session_fd, const struct mqfs_rings_shape *shape)
 {
 	int err = 0;
 
 	rs->d = d;
-	rs->depth = depth;
-	rs->pin = pin;
-	rs->doorbell = bell;
+	rs->depth = shape->depth;
+	rs->spill = shape->spill;
+	/* With spill entries the other CPUs take a deep queue's overflow:
+	 * its thread stays where its callers' wake-ups cost least. */
+	rs->pin = shape->spill && shape->pin == MQFS_RING_PIN_AUTO
+		? MQFS_RING_PIN_OWN : shape->pin;
+	rs->doorbell = shape->doorbell;
 	rs->nr_queues = mqfs_ring_nr_queues();
 	if (!rs->nr_queues) {
 		snprintf(rs->why, sizeof(rs->why), "cannot read %s", RING_CPUS);
 		return -ENODEV;
 	}
+	rs->nr_ents = mqfs_ring_entries(rs->depth, rs->spill, rs->nr_queues);
 	rs->fuse_fd = fcntl(session_fd, F_DUPFD_CLOEXEC, 0);
 	if (rs->fuse_fd < 0)
 		err = -errno;
@@ -806,7 +878,7 @@ int mqfs_rings_prepare(struct mqfs_rings *rs, struct mqfs_daemon *d,
 		err = ring_start_threads(rs);
 	if (err) {
 		snprintf(rs->why, sizeof(rs->why), "%u rings of %u entries: %s",
-			 rs->nr_queues, depth, strerror(-err));
+			 rs->nr_queues, rs->nr_ents, strerror(-err));
 		mqfs_rings_stop(rs);
 		return err;
 	}
@@ -830,6 +902,9 @@ int mqfs_rings_start(struct mqfs_rings *rs)
 			 "in %u ms", rs->reported, rs->nr_queues, RING_START_MS);
 	}
 	err = rs->error;
+	/* A queue without an entry: the kernel can never use the rings. */
+	for (unsigned i = 0; i < rs->nr_queues; i++)
+		rs->never_ready |= !atomic_load(&rs->queues[i].registered);
 	pthread_mutex_unlock(&rs->lock);
 	return err;
 }
@@ -903,6 +978,7 @@ void mqfs_rings_get_stats(struct mqfs_rings *rs, struct mqfs_ring_stats *s)
 		s->commits += atomic_load(&q->commits);
 		s->batches += atomic_load(&q->batches);
 		s->direct += atomic_load(&q->direct);
+		s->spilled += atomic_load(&q->overflowed);
 		s->dev_reaps += atomic_load(&q->dev_reaps);
 		s->dev_reaped += atomic_load(&q->dev_reaped);
 		s->dev_polled += q->poll_index >= 0;

@@ -9,7 +9,9 @@
 # a size change waiting for reads in flight polls too; =reaper: the
 # driver's threads; with each, size changes during QD32 O_DIRECT reads
 # neither hang nor change the data), uring_pin=auto moving a ring thread
-# off its callers' CPU under QD32 reads, and the rings' teardown: an
+# off its callers' CPU under QD32 reads, spill entries (uring_spill:
+# every thread serving a deep queue, checked data; a refused queue served
+# by the others' spill entries), and the rings' teardown: an
 # umount -f (the connection aborted) and a SIGKILLed daemon while fio runs, a remount at
 # once (fsck clean after), and mount/unmount cycles, each daemon with
 # exactly one ring thread per queue and gone at unmount, with exit 0.  Skipped (77) where the kernel
@@ -125,6 +127,35 @@ conn | grep -qx 'ring_reap reaper' || t_fail "uring_reap=reaper: $(conn | grep r
 size_changes_during_reads "uring_reap=reaper"
 [ "$(device_reaped)" = 0 ] || t_fail "uring_reap=reaper: the rings reaped $(device_reaped)"
 t_umount
+
+# ---- spill entries: a deep queue shared by every ring thread ----------------
+# uring_spill=4: each thread also registers 4 entries on every other
+# queue, and uring_pin=auto becomes own.  A QD64 writer kept on CPU 0
+# fills queue 0 past its own 8 entries: the other threads serve part of
+# it; fio reads every block back and checks it.
+if [ "$nq" -ge 2 ]; then
+	t_mount -o transport=uring,uring_depth=8,uring_spill=4
+	conn | grep -qx 'ring_spill 4' || t_fail "ring_spill: $(conn | grep ring_spill)"
+	conn | grep -qx 'ring_pin own' || t_fail "spill, auto: $(conn | grep ring_pin)"
+	taskset -c 0 fio --name=spill --filename="$T_MNT/s" --size=16m \
+		--rw=randwrite --bs=64k --direct=1 --ioengine=io_uring \
+		--iodepth=64 --verify=crc32c --verify_fatal=1 \
+		--verify_state_save=0 \
+		>"$T_DIR/spill.log" 2>&1 ||
+		t_fail "fio with spill entries: $(tail -n 3 "$T_DIR/spill.log")"
+	grep -q '^ring_spilled [1-9]' "$T_MNT/.mqfs/fuse/stat" ||
+		t_fail "no request spilled: $(grep ring_spilled "$T_MNT/.mqfs/fuse/stat")"
+	t_umount
+	t_fsck
+	# Thread 0's entries refused, its queue served by the others' spill
+	# entries: auto says so and serves, and the mount comes down.
+	MQFS_FAULT_RING_REGISTER=0 t_mount -o transport=auto,uring_spill=2
+	conn | grep -q '^transport_note io_uring did not start' ||
+		t_fail "spill, queue 0 refused: no note"
+	echo spilled >"$T_MNT/c"
+	[ "$(cat "$T_MNT/c")" = spilled ] || t_fail "data with queue 0 refused"
+	t_umount
+fi
 
 # ---- a queue that cannot register -------------------------------------------
 for q in 0 $((nq - 1)); do

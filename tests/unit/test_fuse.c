@@ -723,6 +723,7 @@ START_TEST(test_options)
 		"transport=fast", "uring_depth=0", "uring_depth=257",
 		"uring_reap=kernel", "uring_reap=", "uring_pin=both",
 		"uring_pin=", "uring_doorbell=always", "uring_doorbell=",
+		"uring_spill=-1", "uring_spill=257", "uring_spill=", "uring_spill",
 	};
 	struct mqfs_config cfg;
 
@@ -741,6 +742,7 @@ START_TEST(test_options)
 	ck_assert_int_eq(cfg.cache, MQFS_CACHE_KERNEL);
 	ck_assert_int_eq(cfg.transport, MQFS_TRANSPORT_AUTO);
 	ck_assert(!cfg.uring_depth && !cfg.uring_reaper);
+	ck_assert_uint_eq(cfg.uring_spill, 0);
 	ck_assert_int_eq(cfg.uring_pin, MQFS_RING_PIN_AUTO);
 	ck_assert_int_eq(cfg.uring_doorbell, MQFS_RING_DOORBELL_AUTO);
 	mqfs_config_free(&cfg);
@@ -748,9 +750,10 @@ START_TEST(test_options)
 		     MQFS_RING_DOORBELL_NR,
 		     offsetof(struct mqfs_config, uring_doorbell));
 	ck_assert_int_eq(t_parse("transport=uring,uring_depth=16,uring_pin,"
-				 "uring_reap=reaper", &cfg), 0);
+				 "uring_reap=reaper,uring_spill=5", &cfg), 0);
 	ck_assert_int_eq(cfg.transport, MQFS_TRANSPORT_URING);
 	ck_assert(cfg.uring_depth == 16 && cfg.uring_reaper);
+	ck_assert_uint_eq(cfg.uring_spill, 5);
 	ck_assert_int_eq(cfg.uring_pin, MQFS_RING_PIN_OWN);
 	mqfs_config_free(&cfg);
 	t_parse_each("uring_pin", mqfs_ring_pin_names, MQFS_RING_PIN_NR,
@@ -844,6 +847,26 @@ START_TEST(test_ring_place)
 	for (unsigned i = 0; i < 64; i++)
 		ck_assert(!mqfs_ring_place_update(&p, 32));
 	ck_assert(p.now == MQFS_RING_PIN_OTHER && !mqfs_ring_place_away(&p));
+}
+END_TEST
+
+/*
+ * The entries of a ring thread: uring_depth of its own queue first, then
+ * uring_spill on each other queue (none with one CPU).
+ */
+START_TEST(test_ring_spill_entries)
+{
+	static const unsigned want[] = { 2, 2, 2, 0, 0, 1, 1, 3, 3 };
+
+	ck_assert_uint_eq(mqfs_ring_entries(32, 16, 2), 48);
+	ck_assert_uint_eq(mqfs_ring_entries(8, 2, 4), 14);
+	ck_assert_uint_eq(mqfs_ring_entries(8, 5, 1), 8);
+	ck_assert_uint_eq(mqfs_ring_entries(8, 0, 4), 8);
+	/* Thread 2 of 4 queues, depth 3, spill 2: 2 2 2, 0 0, 1 1, 3 3. */
+	for (unsigned i = 0; i < MQ_ARRAY_SIZE(want); i++)
+		ck_assert_uint_eq(mqfs_ring_ent_qid(3, 2, 2, i), want[i]);
+	for (unsigned i = 0; i < 4; i++)	/* thread 0: 1 1 2 2 ... */
+		ck_assert_uint_eq(mqfs_ring_ent_qid(0, 2, 0, i), 1 + i / 2);
 }
 END_TEST
 
@@ -1057,6 +1080,7 @@ static Suite *fuse_suite(void)
 	tcase_add_test(tc, test_ioprio_rt_caps);
 	tcase_add_test(tc, test_options);
 	tcase_add_test(tc, test_ring_place);
+	tcase_add_test(tc, test_ring_spill_entries);
 	tcase_add_test(tc, test_ring_place_moves);
 	tcase_add_test(tc, test_ring_bell);
 	return s;
