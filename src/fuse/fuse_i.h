@@ -244,8 +244,8 @@ struct mqfs_req {
 	/* An interruptible read: its unique until one side answers. */
 	bool cancellable;
 	_Atomic uint64_t live;
-	bool writeback;			/* FUSE_WRITE_CACHE: short -> ENOSPC */
-	size_t size;			/* a writeback write's bytes */
+	bool writeback;			/* FUSE_WRITE_CACHE */
+	size_t size;			/* a write's bytes: short is an error */
 	_Atomic uint32_t next;		/* pool free stack: index + 1 */
 	uint32_t index;
 	struct mqfs_ring_ent *ent;	/* a ring's entry (ring.c), or NULL */

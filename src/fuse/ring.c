@@ -532,10 +532,12 @@ static int ring_register_ents(struct mqfs_ring_queue *q, unsigned first,
  * The kernel hands a request to the entry of its queue that became
  * available last (a stack).  Every thread registers its spill entries
  * (uring_spill) before any registers its own, so that each queue's own
- * entries lie above the others': the first requests go to the queue's
- * own thread, a spill entry only when they are all taken.  From then on
- * the order is the commits' (DESIGN.md section 17).  A thread that never
- * comes (a failed start) holds the others for RING_START_MS at most.
+ * entries lie above the others': a burst starts on the queue's own
+ * thread.  Not a promise: every queue has an entry once the spill ones
+ * are in, so a request that comes before the own ones may take a spill
+ * entry, and from then on the order is the commits' (DESIGN.md section
+ * 17).  A thread that never comes (a failed start) holds the others for
+ * RING_START_MS at most.
  */
 static void ring_spill_barrier(struct mqfs_ring_queue *q)
 {
@@ -574,6 +576,8 @@ static int ring_register(struct mqfs_ring_queue *q)
 		ret = ring_register_ents(q, rs->depth, rs->nr_ents - rs->depth);
 		ring_spill_barrier(q);
 	}
+	if (atomic_load(&rs->stopping))
+		return 0;		/* the mount is going: nothing counts */
 	if (!ret)
 		ret = ring_register_ents(q, 0, rs->depth);
 	if (ret < 0)
@@ -758,7 +762,7 @@ unsigned mqfs_ring_ent_qid(unsigned depth, unsigned spill, unsigned qid,
 {
 	unsigned other;
 
-	if (i < depth)
+	if (i < depth || !spill)
 		return qid;
 	other = (i - depth) / spill;	/* 0 .. nr_queues - 2 */
 	return other < qid ? other : other + 1;
@@ -855,10 +859,6 @@ int mqfs_rings_prepare(struct mqfs_rings *rs, struct mqfs_daemon *d,
 	rs->d = d;
 	rs->depth = shape->depth;
 	rs->spill = shape->spill;
-	/* With spill entries the other CPUs take a deep queue's overflow:
-	 * its thread stays where its callers' wake-ups cost least. */
-	rs->pin = shape->spill && shape->pin == MQFS_RING_PIN_AUTO
-		? MQFS_RING_PIN_OWN : shape->pin;
 	rs->doorbell = shape->doorbell;
 	rs->nr_queues = mqfs_ring_nr_queues();
 	if (!rs->nr_queues) {
@@ -866,6 +866,10 @@ int mqfs_rings_prepare(struct mqfs_rings *rs, struct mqfs_daemon *d,
 		return -ENODEV;
 	}
 	rs->nr_ents = mqfs_ring_entries(rs->depth, rs->spill, rs->nr_queues);
+	/* With spill entries the other CPUs take part of a deep queue: its
+	 * thread stays where its callers' wake-ups cost least. */
+	rs->pin = rs->nr_ents > rs->depth && shape->pin == MQFS_RING_PIN_AUTO
+		? MQFS_RING_PIN_OWN : shape->pin;
 	rs->fuse_fd = fcntl(session_fd, F_DUPFD_CLOEXEC, 0);
 	if (rs->fuse_fd < 0)
 		err = -errno;
@@ -902,8 +906,13 @@ int mqfs_rings_start(struct mqfs_rings *rs)
 			 "in %u ms", rs->reported, rs->nr_queues, RING_START_MS);
 	}
 	err = rs->error;
-	/* A queue without an entry: the kernel can never use the rings. */
-	for (unsigned i = 0; i < rs->nr_queues; i++)
+	/*
+	 * A queue without an entry: the kernel can never use the rings.  Only
+	 * when every thread has counted its entries (a late one may still
+	 * add some, and others' spill entries may have made the ring ready).
+	 */
+	for (unsigned i = 0; rs->reported == rs->nr_queues &&
+			     i < rs->nr_queues; i++)
 		rs->never_ready |= !atomic_load(&rs->queues[i].registered);
 	pthread_mutex_unlock(&rs->lock);
 	return err;

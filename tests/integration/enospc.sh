@@ -199,8 +199,9 @@ if command -v fio >/dev/null; then
 	t_mount -o cache=none
 	fio --name=full --filename="$T_MNT/aio" --size=64m --rw=write \
 		--bs=1m --ioengine=io_uring --direct=1 --iodepth=8 \
+		--fallocate=none \
 		>"$T_DIR/aio.log" 2>&1 && t_fail "fio filled more than the fs holds"
-	grep -q 'No space left on device' "$T_DIR/aio.log" ||
+	grep -q 'io_u error.*No space left on device' "$T_DIR/aio.log" ||
 		t_fail "no ENOSPC: $(grep -m 3 error "$T_DIR/aio.log")"
 	grep -q 'Input/output error' "$T_DIR/aio.log" &&
 		t_fail "EIO at ENOSPC: $(grep -m 3 error "$T_DIR/aio.log")"
