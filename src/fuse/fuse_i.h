@@ -389,16 +389,17 @@ unsigned mqfs_ring_ent_qid(unsigned depth, unsigned spill, unsigned qid,
 			   unsigned i);
 
 void mqfs_rings_init(struct mqfs_rings *rs);
+/* What the options ask of the rings. */
+struct mqfs_rings_shape {
+	unsigned depth;			/* uring_depth: the queue's own */
+	unsigned spill;			/* uring_spill: on each other queue */
+	enum mqfs_ring_pin pin;		/* uring_pin= */
+	enum mqfs_ring_doorbell doorbell;	/* uring_doorbell= */
+};
 /*
  * Rings, entries (slots of @d's pool) and threads, not yet registered;
  * 0, or -errno with @rs->why set and nothing left.
  */
-struct mqfs_rings_shape {
-	unsigned depth;			/* uring_depth: the queue's own */
-	unsigned spill;			/* uring_spill: on each other queue */
-	enum mqfs_ring_pin pin;
-	enum mqfs_ring_doorbell doorbell;
-};
 int mqfs_rings_prepare(struct mqfs_rings *rs, struct mqfs_daemon *d,
 		       int session_fd, const struct mqfs_rings_shape *shape);
 /* After the INIT reply: register every entry; 0 or -errno (@rs->why). */

@@ -525,10 +525,11 @@ static void writeback_done(struct mqfs_req *r, ssize_t res)
  * kernel takes a short writeback write for a complete one (the missing
  * bytes would be lost without a word: with the error, fsync and close
  * fail, as on a local filesystem) and a short asynchronous direct write
- * (io_uring, libaio) for EIO, whatever the cause; a synchronous one
- * returns the bytes of its earlier requests and then the error, as from
- * a local filesystem.  What was written stays, so the file may have
- * grown: the kernel is told to read its attributes again.
+ * (io_uring, libaio) for EIO, whatever the cause.  A synchronous one
+ * returns the bytes of its earlier requests, or the error when its first
+ * came short (a local filesystem would return the partial count: the
+ * price, DESIGN.md section 17).  What was written stays, so the file may
+ * have grown: the kernel is told to read its attributes again.
  */
 static ssize_t write_short(struct mqfs_req *r)
 {
