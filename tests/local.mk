@@ -8,9 +8,9 @@ AM_TESTS_ENVIRONMENT = \
 	CK_DEFAULT_TIMEOUT=$${CK_DEFAULT_TIMEOUT:-60}; export CK_DEFAULT_TIMEOUT;
 
 # Every test, program or script, runs under timeout(1): one that hangs
-# fails after MQFS_TEST_TIMEOUT seconds (default 600; the longest test
-# takes about a third of that on 2 busy cores) with its log kept,
-# instead of holding CI past its limit.  timeout signals the test's
+# fails after MQFS_TEST_TIMEOUT seconds (default 1500: uring.sh runs
+# every mounting script again, each bounded to 600 s itself) with its
+# log kept, instead of holding CI past its limit.  timeout signals the test's
 # whole process group (TERM, KILL 30 s later); the scripts' TERM trap
 # unmounts and stops their daemons.  Standard input is /dev/null, as it
 # is in CI: a test that would wait on it fails here too.

@@ -17,7 +17,9 @@ for s in "$T_HERE"/*.sh; do
 	case $n in
 	lib | uring | transport | tools-*) continue ;;
 	esac
-	MQFS_TRANSPORT=uring sh "$s" >"$T_DIR/$n.log" 2>&1 9>&-
+	# Each bounded on its own, so that a hang names its script.
+	MQFS_TRANSPORT=uring timeout --kill-after=30 600 sh "$s" \
+		>"$T_DIR/$n.log" 2>&1 9>&- </dev/null
 	rc=$?
 	case $rc in
 	0) ran=$((ran + 1)); t_say "$n: ok" ;;
