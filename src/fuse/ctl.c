@@ -65,8 +65,8 @@ static const char *const ctl_fs_files[FF_COUNT] = {
 	"space", "cache", "journal", "dontcache",
 };
 
-enum ctl_fuse_file { UF_STAT, UF_CONN, UF_COUNT };
-static const char *const ctl_fuse_files[UF_COUNT] = { "stat", "conn" };
+enum ctl_fuse_file { UF_STAT, UF_CONN, UF_OPS, UF_COUNT };
+static const char *const ctl_fuse_files[UF_COUNT] = { "stat", "conn", "ops" };
 
 struct mqfs_ctl_node {
 	const char *name;
@@ -653,6 +653,18 @@ static void text_ring_stats(struct mqfs_ctl *c, struct mqfs_ctl_file *f)
 		 s.bell_eager_windows, s.bell_eager, s.spilled);
 }
 
+/* "OPCODE count" for each opcode served at least once. */
+static void text_ops(struct mqfs_ctl *c, struct mqfs_ctl_file *f)
+{
+	for (uint32_t op = 0; op < MQFS_FUSE_OPCODE_MAX; op++) {
+		uint64_t n = mqfs_engine_op_count(&c->d->eng, op);
+		const char *name = mqfs_engine_op_name(op);
+
+		if (n && name)
+			text_add(f, "%s %" PRIu64 "\n", name, n);
+	}
+}
+
 /* The engine's counters, and what INIT and the bdi settled. */
 static void text_fuse(struct mqfs_ctl *c, const struct mqfs_ctl_node *n,
 		      struct mqfs_ctl_file *f)
@@ -661,6 +673,10 @@ static void text_fuse(struct mqfs_ctl *c, const struct mqfs_ctl_node *n,
 	struct mqfs_engine_stats s;
 	char bdi[160];
 
+	if (n->file == UF_OPS) {
+		text_ops(c, f);
+		return;
+	}
 	if (n->file == UF_CONN) {
 		mqfs_bdi_describe(&c->d->bdi, bdi, sizeof(bdi));
 		text_transport(c, f);

@@ -91,10 +91,16 @@ static const char *const eng_opnames[MQFS_FUSE_OPCODE_MAX] = {
 	[MQFS_FUSE_COPY_FILE_RANGE_64] = "COPY_FILE_RANGE_64",
 };
 
+const char *mqfs_engine_op_name(uint32_t op)
+{
+	return op < MQFS_FUSE_OPCODE_MAX ? eng_opnames[op] : NULL;
+}
+
 static const char *eng_opname(uint32_t op)
 {
-	return op < MQFS_FUSE_OPCODE_MAX && eng_opnames[op] ? eng_opnames[op]
-							     : "???";
+	const char *name = mqfs_engine_op_name(op);
+
+	return name ? name : "???";
 }
 
 static void eng_debug_in(const struct mqfs_fuse_msg *m, size_t n)
@@ -360,6 +366,9 @@ bool mqfs_engine_serve(struct mqfs_req *r, int err, size_t n)
 	atomic_store(&r->live, 0);
 	atomic_store(&r->refs, 1);
 	atomic_fetch_add(&e->requests, 1);
+	if (op < MQFS_FUSE_OPCODE_MAX)
+		atomic_fetch_add_explicit(&e->op_counts[op], 1,
+					  memory_order_relaxed);
 	if (e->debug && err != -EPROTO)
 		eng_debug_in(&r->m, n);
 	if (forget)
@@ -675,6 +684,11 @@ int mqfs_engine_wait_init(struct mqfs_engine *e, unsigned ms)
 						      : -ETIMEDOUT;
 	pthread_mutex_unlock(&e->init_lock);
 	return ret;
+}
+
+uint64_t mqfs_engine_op_count(struct mqfs_engine *e, uint32_t op)
+{
+	return op < MQFS_FUSE_OPCODE_MAX ? atomic_load(&e->op_counts[op]) : 0;
 }
 
 void mqfs_engine_get_stats(struct mqfs_engine *e, struct mqfs_engine_stats *s)

@@ -511,6 +511,8 @@ struct mqfs_engine {
 	int init_state;			/* 0 waiting, 1 done, or -errno */
 	atomic_int failed;		/* mqfs_engine_fail's -errno */
 	atomic_uint_fast64_t requests, async, interrupts, cancelled, bad;
+	/* Requests by opcode (.mqfs/fuse/ops): what a workload costs. */
+	atomic_uint_fast64_t op_counts[MQFS_FUSE_OPCODE_MAX];
 	atomic_uint forgets_busy;	/* FORGET handlers running */
 	atomic_uint_fast64_t forget_waits;	/* ENOSPCs that awaited one */
 };
@@ -549,6 +551,9 @@ int mqfs_engine_start(struct mqfs_engine *e, struct mqfs_daemon *d,
 void mqfs_engine_stop(struct mqfs_engine *e);
 void mqfs_engine_destroy(struct mqfs_engine *e);
 void mqfs_engine_get_stats(struct mqfs_engine *e, struct mqfs_engine_stats *s);
+/* Requests of opcode @op served so far, and its name (NULL: unknown). */
+uint64_t mqfs_engine_op_count(struct mqfs_engine *e, uint32_t op);
+const char *mqfs_engine_op_name(uint32_t op);
 
 /*
  * Replies.  Each request is answered once, by one of these (FORGET and

@@ -35,6 +35,7 @@ grep -q '^commits ' "$T_MNT/.mqfs/fs/journal" || t_fail "fs/journal"
 grep -q '^hits ' "$T_MNT/.mqfs/fs/cache" || t_fail "fs/cache"
 grep -q '^requests ' "$T_MNT/.mqfs/fuse/stat" || t_fail "fuse/stat"
 grep -q '^protocol 7\.' "$T_MNT/.mqfs/fuse/conn" || t_fail "fuse/conn"
+grep -q '^INIT 1$' "$T_MNT/.mqfs/fuse/ops" || t_fail "fuse/ops has no INIT 1"
 # Control files carry no extended attributes: an empty list, no EIO.
 t_py "$T_MNT/.mqfs/fs/space" <<'EOF'
 import errno, os, sys
