@@ -191,9 +191,13 @@ enum mqfs_cache_mode mqfs_file_policy(struct mqfs_fs *fs,
  * answered and written back in batches (cache=dontcache).
  */
 void mqfs_file_set_dontcache(struct mqfs_file *f);
+bool mqfs_file_is_dontcache(const struct mqfs_file *f);
 /*
- * close(): write back what @f's inode has pending and wait (close-to-
- * open), returning the first write-behind error not yet reported.
+ * close() of a dontcache file: write back what its inode has pending and
+ * wait (close-to-open), returning the first write-behind error not yet
+ * reported.  A cached file's close owes nothing (0): the kernel's
+ * write-back of its pages goes through the write-behind too, and fsync,
+ * not close, waits for it, as on a local filesystem.
  */
 int mqfs_flush(struct mqfs_fs *fs, struct mqfs_file *f);
 
@@ -209,6 +213,7 @@ int mqfs_flush(struct mqfs_fs *fs, struct mqfs_file *f);
 struct mqfs_io {
 	_Alignas(16) unsigned char opaque[MQFS_IO_BYTES];
 	int short_err;
+	bool writeback;		/* in: the kernel writes back its page cache */
 };
 
 /* Bytes of read buffer a read of @size bytes at @off needs (whole blocks). */

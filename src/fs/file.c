@@ -633,8 +633,17 @@ static void file_write(struct mqfs_fs *fs, struct mqfs_file *f, uint64_t off,
 		return;
 	}
 	mqfs_ino_data_changed(f->ip);
-	if (f->dontcache && !(f->flags & (O_DSYNC | O_SYNC)) &&
-	    mqfs_wback_write(fs, f->ip, off, data, size, done, arg))
+	/*
+	 * The kernel's write-back of its page cache is answered from the
+	 * write-behind as dontcache writes are: the kernel already holds the
+	 * data, and its writer (a close, a utimensat, the flusher) need not
+	 * wait for the device; fsync does.  Its last page may end the file
+	 * mid-block (the kernel sends up to i_size).
+	 */
+	if ((f->dontcache || io->writeback) &&
+	    !(f->flags & (O_DSYNC | O_SYNC)) &&
+	    mqfs_wback_write(fs, f->ip, off, data, size, io->writeback, done,
+			     arg))
 		return;
 	/* The direct way must not be overtaken by older write-behind. */
 	mqfs_wback_sync(fs, f->ip);
@@ -681,7 +690,7 @@ int mqfs_fsync(struct mqfs_fs *fs, uint64_t ino, bool datasync)
 
 int mqfs_flush(struct mqfs_fs *fs, struct mqfs_file *f)
 {
-	if (!f->dontcache && !mqfs_wback_pending(f->ip))
+	if (!f->dontcache)
 		return 0;
 	mqfs_wback_sync(fs, f->ip);
 	return mqfs_wback_take_error(fs, f->ip);
@@ -701,4 +710,9 @@ enum mqfs_cache_mode mqfs_file_policy(struct mqfs_fs *fs,
 void mqfs_file_set_dontcache(struct mqfs_file *f)
 {
 	f->dontcache = true;
+}
+
+bool mqfs_file_is_dontcache(const struct mqfs_file *f)
+{
+	return f->dontcache;
 }

@@ -475,6 +475,7 @@ struct mqfs_wb_ino {
 	bool pinned;			/* holds a reference (entries exist) */
 	int error;			/* first lost write, for fsync/close */
 	_Atomic uint64_t size;		/* the size pending writes give */
+	uint64_t queued_ns;		/* when it joined the queue (real) */
 };
 
 /*
@@ -851,11 +852,17 @@ void mqfs_wback_destroy(struct mqfs_fs *fs);
  * Take a write: answer it through @done (before this returns; @data is
  * read until then) and return true; or return false, having done
  * nothing, when it must go the direct way (unaligned, too large, space
- * short; O_SYNC/O_DSYNC is the caller's test).
+ * short; O_SYNC/O_DSYNC is the caller's test).  @tail: the write ends
+ * the file, so a partial last block may be taken (zero-padded).
  */
 bool mqfs_wback_write(struct mqfs_fs *fs, struct mqfs_ino *ip, uint64_t off,
-		      const void *data, size_t size, mqfs_write_done_t done,
-		      void *arg);
+		      const void *data, size_t size, bool tail,
+		      mqfs_write_done_t done, void *arg);
+/*
+ * Blocks promised to accepted writes not yet written back (statfs counts
+ * them as used, as ext4 does its delayed allocations).
+ */
+uint64_t mqfs_wback_promised_blocks(struct mqfs_fs *fs);
 /* Pending write-behind on @ip (a hint, no lock). */
 bool mqfs_wback_pending(struct mqfs_ino *ip);
 /* A read of [off, off+len) needs the pending data written first

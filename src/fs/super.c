@@ -431,12 +431,15 @@ int mqfs_unmount(struct mqfs_fs *fs)
 int mqfs_statfs(struct mqfs_fs *fs, struct statvfs *st)
 {
 	struct mqfs_super *sb = mqfs_sb(fs);
+	uint64_t free, promised;
 
 	memset(st, 0, sizeof(*st));
 	st->f_bsize = MQFS_BLOCK_SIZE;
 	st->f_frsize = MQFS_BLOCK_SIZE;
 	st->f_blocks = fs->block_count;
-	st->f_bfree = atomic_load(&fs->free_blocks);
+	free = atomic_load(&fs->free_blocks);
+	promised = mqfs_wback_promised_blocks(fs);
+	st->f_bfree = free > promised ? free - promised : 0;
 	st->f_bavail = st->f_bfree;
 	st->f_files = fs->inode_count;
 	st->f_ffree = atomic_load(&fs->free_inodes);

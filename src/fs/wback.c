@@ -44,6 +44,7 @@
 #include <string.h>
 
 #include "fs_i.h"
+#include "mqfs/clock.h"
 #include "mqfs/kthread.h"
 
 #define WB_BS			((uint64_t)MQFS_BLOCK_SIZE)
@@ -52,6 +53,11 @@
 #define WB_MAX_WRITE		(WB_BS << (WB_NR_CLASSES - 1))
 #define WB_BATCH_ENTRIES	4096u
 #define WB_FLUSH_ROUNDS		8u		/* batches per flusher turn */
+#define WB_SMALL_ENTRIES	4u		/* an inode flushed in a group */
+#define WB_GROUP		32u		/* small inodes per plug */
+#define WB_GROUP_SCAN		128u		/* queued inodes looked at */
+/* A small backlog waits this long for more (and for its file's setattrs). */
+#define WB_DELAY_NS		(10ull * 1000 * 1000)
 #define WB_DEFAULT_LIMIT	(64ull << 20)
 #define WB_BIO_FLAGS		(MQ_REQ_COMPLETE_IN_TASK | MQ_REQ_DONTCACHE)
 /* Blocks kept out of reach of write-behind for its own metadata. */
@@ -65,13 +71,18 @@ enum wb_state { WB_FILLING, WB_DIRTY, WB_INFLIGHT };
 
 struct wb_batch;
 
-/* One accepted write: block-aligned bytes [off, off+len) in @buf. */
+/*
+ * One accepted write: block-aligned bytes [off, off+len) in @buf, of
+ * which the first @bytes are the write's (an end-of-file tail is padded
+ * with zeroes to its block; the file ends at off + bytes).
+ */
 struct wb_entry {
 	struct mq_rb_node node;		/* in ip->wb.entries */
 	struct wb_entry *next;		/* in a batch */
 	struct mqfs_ino *ip;
 	uint64_t off;
 	uint32_t len;
+	uint32_t bytes;
 	uint8_t state;			/* enum wb_state */
 	bool convert;			/* has unwritten blocks to mark */
 	void *buf;
@@ -100,6 +111,7 @@ struct mqfs_wback {
 	uint64_t dirty;			/* bytes of live entries: their
 					 * blocks are the space promised */
 	unsigned active;		/* batches being written */
+	unsigned hurry;			/* waiters for the flusher: no delay */
 	struct mq_kthread flusher;	/* kicked under @lock: a leaf */
 	struct mqfs_wback_stats st;	/* counters (lock) */
 };
@@ -154,13 +166,22 @@ static void wb_insert_locked(struct mqfs_ino *ip, struct wb_entry *e)
 }
 
 /* Hand @ip to the flusher (dirty entries, or a pin to drop). */
+/*
+ * The flusher is kicked when the queue was empty (it then sleeps until
+ * the head is due) or the backlog is a batch's worth; else it is awake
+ * or will wake at a deadline already.
+ */
 static void wb_queue_locked(struct mqfs_wback *wb, struct mqfs_ino *ip)
 {
+	bool was_empty = mq_list_empty(&wb->queue);
+
 	if (ip->wb.queued)
 		return;
 	ip->wb.queued = true;
+	ip->wb.queued_ns = mq_clock_real_ns();
 	mq_list_add_tail(&ip->wb.qlink, &wb->queue);
-	mq_kthread_kick(&wb->flusher);
+	if (was_empty || wb->dirty >= wb->limit / 4)
+		mq_kthread_kick(&wb->flusher);
 }
 
 /* ---- accepting a write ------------------------------------------------- */
@@ -168,7 +189,7 @@ static void wb_queue_locked(struct mqfs_wback *wb, struct mqfs_ino *ip)
 static void wb_entry_done(struct mqfs_bioset *s);
 
 static struct wb_entry *wb_entry_new(struct mqfs_ino *ip, uint64_t off,
-				     size_t size)
+				     size_t len, size_t bytes)
 {
 	struct wb_entry *e = calloc(1, sizeof(*e));
 
@@ -176,7 +197,8 @@ static struct wb_entry *wb_entry_new(struct mqfs_ino *ip, uint64_t off,
 		return NULL;
 	e->ip = ip;
 	e->off = off;
-	e->len = (uint32_t)size;
+	e->len = (uint32_t)len;
+	e->bytes = (uint32_t)bytes;
 	/* The flusher writes it with the priority of the write it holds. */
 	mqfs_bioset_init(&e->set, &e->bio1, 1, wb_entry_done);
 	e->set.prio_class = (uint8_t)mq_task_prio();
@@ -206,11 +228,16 @@ static int wb_admit_locked(struct mqfs_wback *wb, struct wb_entry *e)
 		return -ENOSPC;
 	while ((err = mqfs_bufpool_get(wb->pool, e->len,
 				       &e->buf)) == -EAGAIN) {
-		if (!waited)
+		if (!waited) {
 			wb->st.throttled++;
+			wb->hurry++;
+			mq_kthread_kick(&wb->flusher);
+		}
 		waited = true;
 		pthread_cond_wait(&wb->room, &wb->lock);
 	}
+	if (waited)
+		wb->hurry--;
 	if (err)
 		return err;
 	wb->dirty += e->len;
@@ -243,6 +270,7 @@ static struct wb_entry *wb_enter_locked(struct mqfs_wback *wb,
 		return NULL;
 	if (old) {			/* a rewrite of pending bytes */
 		old->state = WB_FILLING;
+		old->bytes = e->bytes;
 		old->set.prio_class = e->set.prio_class;
 		wb_release_locked(wb, e);
 		wb_entry_free(e);
@@ -256,8 +284,8 @@ static struct wb_entry *wb_enter_locked(struct mqfs_wback *wb,
 	wb_insert_locked(ip, e);
 	ip->wb.nentries++;
 	ip->wb.ndirty++;
-	if (atomic_load(&ip->wb.size) < e->off + e->len)
-		atomic_store(&ip->wb.size, e->off + e->len);
+	if (atomic_load(&ip->wb.size) < e->off + e->bytes)
+		atomic_store(&ip->wb.size, e->off + e->bytes);
 	return e;
 }
 
@@ -277,17 +305,22 @@ static bool wb_decline(struct mqfs_wback *wb, struct wb_entry *e)
  * so a read, fsync or overlapping write that comes meanwhile waits for
  * the copy.  The kernel serialises direct writes to one file, so the
  * next one reaches another daemon thread while this one copies.
+ *
+ * @tail: the write ends the file (the kernel's write-back of its last
+ * page): a partial last block is taken, padded with zeroes.  Only the
+ * caller can know that; a write into the middle of a block must not be.
  */
 bool mqfs_wback_write(struct mqfs_fs *fs, struct mqfs_ino *ip, uint64_t off,
-		      const void *data, size_t size, mqfs_write_done_t done,
-		      void *arg)
+		      const void *data, size_t size, bool tail,
+		      mqfs_write_done_t done, void *arg)
 {
 	struct mqfs_wback *wb = fs->wback;
 	struct wb_entry *e = NULL, *to;
+	size_t len = tail ? (size + WB_MASK) & ~(size_t)WB_MASK : size;
 
-	if (!((off | size) & WB_MASK) && size && size <= WB_MAX_WRITE &&
-	    off + size <= MQFS_MAX_FILE_BYTES)
-		e = wb_entry_new(ip, off, size);
+	if (!((off | len) & WB_MASK) && size && len <= WB_MAX_WRITE &&
+	    off + len <= MQFS_MAX_FILE_BYTES)
+		e = wb_entry_new(ip, off, len, size);
 	/* A throttled writer sleeps: nothing may wait in its plug (and the
 	 * flush must come first: a synchronous end_io takes wb->lock). */
 	mq_flush_plug();
@@ -306,6 +339,7 @@ bool mqfs_wback_write(struct mqfs_fs *fs, struct mqfs_ino *ip, uint64_t off,
 	mqfs_ino_data_changed(ip);
 	done(arg, (ssize_t)size);
 	memcpy(to->buf, data, size);
+	memset((char *)to->buf + size, 0, len - size);
 	pthread_mutex_lock(&wb->lock);
 	to->state = WB_DIRTY;
 	pthread_cond_broadcast(&wb->filled);
@@ -558,10 +592,11 @@ static int wb_finish(struct mqfs_fs *fs, struct mqfs_ino *ip,
 	uint64_t end = ip->d.size;
 	int err = 0, err2;
 
+	for (struct wb_entry *e = b->head; e; e = e->next)
+		end = MQ_MAX(end, e->off + e->bytes);
 	for (struct wb_entry *e = b->head; e && !err; e = e->next) {
 		uint64_t start = e->off, stop = e->off + e->len;
 
-		end = MQ_MAX(end, stop);
 		if (wb_entry_error(e) || !e->convert)
 			continue;
 		while (e->next && !wb_entry_error(e->next) &&
@@ -569,7 +604,6 @@ static int wb_finish(struct mqfs_fs *fs, struct mqfs_ino *ip,
 			e = e->next;
 			stop = e->off + e->len;
 		}
-		end = MQ_MAX(end, stop);
 		err = wb_mark_range(&t, ip, start / WB_BS, stop / WB_BS);
 	}
 	/* Every data handle has a credit for the inode; else one of its own. */
@@ -668,16 +702,13 @@ static bool wb_write_back(struct mqfs_fs *fs, struct mqfs_ino *ip,
 /* ---- the flusher --------------------------------------------------------- */
 
 /*
- * Write a few batches of @ip (then other inodes get their turn), and
- * drop its pin if it has nothing left.
+ * After a turn of @ip (its lock given back): drop its pin if it has
+ * nothing left, else queue it again if it has dirty entries.
  */
-static void wb_flush_inode(struct mqfs_wback *wb, struct mqfs_ino *ip)
+static void wb_turn_done(struct mqfs_wback *wb, struct mqfs_ino *ip)
 {
 	bool unpin;
 
-	mqfs_file_lock(ip, true);
-	wb_write_back(wb->fs, ip, WB_FLUSH_ROUNDS);
-	pthread_rwlock_unlock(&ip->lock);
 	pthread_mutex_lock(&wb->lock);
 	unpin = !ip->wb.nentries && ip->wb.pinned;
 	if (unpin) {
@@ -696,17 +727,131 @@ static void wb_flush_inode(struct mqfs_wback *wb, struct mqfs_ino *ip)
 		mqfs_iput(wb->fs, ip);
 }
 
+/* A few batches of @ip, then other inodes get their turn. */
+static void wb_flush_inode(struct mqfs_wback *wb, struct mqfs_ino *ip)
+{
+	mqfs_file_lock(ip, true);
+	wb_write_back(wb->fs, ip, WB_FLUSH_ROUNDS);
+	pthread_rwlock_unlock(&ip->lock);
+	wb_turn_done(wb, ip);
+}
+
+/*
+ * A queued inode with a small write-behind (a small file's, written
+ * back by the kernel or by a dontcache writer) whose lock is free,
+ * taken off the queue locked and counted active; NULL when the first
+ * WB_GROUP_SCAN queued inodes hold none.  The lock is only tried: the
+ * flusher holds other inodes' locks already.
+ */
+static struct mqfs_ino *wb_next_small(struct mqfs_wback *wb)
+{
+	struct mqfs_ino *ip, *got = NULL;
+	unsigned scanned = 0;
+
+	pthread_mutex_lock(&wb->lock);
+	mq_list_for_each_entry(ip, &wb->queue, wb.qlink) {
+		if (++scanned > WB_GROUP_SCAN)
+			break;
+		if (ip->wb.ndirty > WB_SMALL_ENTRIES ||
+		    pthread_rwlock_trywrlock(&ip->lock))
+			continue;
+		mq_list_del_init(&ip->wb.qlink);
+		ip->wb.queued = false;
+		wb->active++;
+		got = ip;
+		break;
+	}
+	pthread_mutex_unlock(&wb->lock);
+	return got;
+}
+
+static bool wb_is_small(struct mqfs_wback *wb, struct mqfs_ino *ip)
+{
+	bool small;
+
+	pthread_mutex_lock(&wb->lock);
+	small = ip->wb.ndirty <= WB_SMALL_ENTRIES;
+	pthread_mutex_unlock(&wb->lock);
+	return small;
+}
+
+/*
+ * One batch each of @first and of up to WB_GROUP - 1 other small queued
+ * inodes, sent in one plug and then waited for together: an untar's
+ * thousands of one-block files are written as few large requests (their
+ * blocks are allocated side by side), with one completion delay for the
+ * group instead of one per file.
+ */
+static void wb_flush_group(struct mqfs_wback *wb, struct mqfs_ino *first)
+{
+	struct mqfs_ino *ips[WB_GROUP];
+	struct wb_batch b[WB_GROUP];
+	bool sent[WB_GROUP];
+	struct mq_plug plug;
+	unsigned n = 1;
+
+	mqfs_file_lock(first, true);
+	ips[0] = first;
+	while (n < WB_GROUP && (ips[n] = wb_next_small(wb)))
+		n++;
+	mq_start_plug(&plug, n);
+	for (unsigned i = 0; i < n; i++)
+		sent[i] = wb_start(wb->fs, ips[i], &b[i]);
+	mq_finish_plug(&plug);
+	for (unsigned i = 0; i < n; i++) {
+		if (sent[i])
+			wb_end(wb->fs, ips[i], &b[i]);
+		pthread_rwlock_unlock(&ips[i]->lock);
+		wb_turn_done(wb, ips[i]);
+		if (i) {			/* @first is the caller's */
+			pthread_mutex_lock(&wb->lock);
+			wb->active--;
+			pthread_cond_broadcast(&wb->idle);
+			pthread_mutex_unlock(&wb->lock);
+		}
+	}
+}
+
 /* The first queued inode, taken off the queue; NULL when there is none. */
-static struct mqfs_ino *wb_next(struct mqfs_wback *wb)
+/*
+ * When the queue's head may wait (its deadline), or 0: a small backlog
+ * nobody waits for is held for WB_DELAY_NS, so that an untar's files
+ * are written in groups and not under their own setattrs' feet (a
+ * batch holds the inode's lock).  Pressure, a waiter (sync_all, a
+ * throttled writer) and a stopping flusher take it at once.
+ */
+static uint64_t wb_head_due_locked(struct mqfs_wback *wb,
+				   struct mqfs_ino *ip, bool stopping)
+{
+	uint64_t due = ip->wb.queued_ns + WB_DELAY_NS;
+
+	if (stopping || wb->hurry || wb->dirty >= wb->limit / 4 ||
+	    mq_clock_real_ns() >= due)
+		return 0;
+	return due;
+}
+
+/*
+ * The first queued inode, taken off the queue; NULL when there is none
+ * or it is not due yet (*due: when it is).
+ */
+static struct mqfs_ino *wb_next(struct mqfs_wback *wb, bool stopping,
+				uint64_t *due)
 {
 	struct mqfs_ino *ip = NULL;
 
+	*due = 0;
 	pthread_mutex_lock(&wb->lock);
 	if (!mq_list_empty(&wb->queue)) {
 		ip = mq_list_first_entry(&wb->queue, struct mqfs_ino, wb.qlink);
-		mq_list_del_init(&ip->wb.qlink);
-		ip->wb.queued = false;
-		wb->active++;	/* sync_all waits for this inode too */
+		*due = wb_head_due_locked(wb, ip, stopping);
+		if (*due) {
+			ip = NULL;
+		} else {
+			mq_list_del_init(&ip->wb.qlink);
+			ip->wb.queued = false;
+			wb->active++;	/* sync_all waits for it too */
+		}
 	}
 	pthread_mutex_unlock(&wb->lock);
 	return ip;
@@ -718,13 +863,17 @@ static void *wb_flusher(void *arg)
 	struct mqfs_wback *wb = arg;
 	bool run = true;
 	struct mqfs_ino *ip;
+	uint64_t due;
 
-	while ((ip = wb_next(wb)) || run) {
+	while ((ip = wb_next(wb, !run, &due)) || run) {
 		if (!ip) {
-			run = mq_kthread_wait(&wb->flusher, 0);
+			run = mq_kthread_wait(&wb->flusher, due);
 			continue;
 		}
-		wb_flush_inode(wb, ip);
+		if (wb_is_small(wb, ip))
+			wb_flush_group(wb, ip);
+		else
+			wb_flush_inode(wb, ip);
 		pthread_mutex_lock(&wb->lock);
 		wb->active--;
 		pthread_cond_broadcast(&wb->idle);
@@ -734,6 +883,19 @@ static void *wb_flusher(void *arg)
 }
 
 /* ---- waiting for the write-behind -------------------------------------- */
+
+uint64_t mqfs_wback_promised_blocks(struct mqfs_fs *fs)
+{
+	struct mqfs_wback *wb = fs->wback;
+	uint64_t bytes;
+
+	if (!wb)
+		return 0;
+	pthread_mutex_lock(&wb->lock);
+	bytes = wb->dirty;
+	pthread_mutex_unlock(&wb->lock);
+	return bytes / WB_BS;
+}
 
 bool mqfs_wback_pending(struct mqfs_ino *ip)
 {
@@ -777,8 +939,11 @@ void mqfs_wback_sync_all(struct mqfs_fs *fs)
 	struct mqfs_wback *wb = fs->wback;
 
 	pthread_mutex_lock(&wb->lock);
+	wb->hurry++;
+	mq_kthread_kick(&wb->flusher);
 	while (wb->dirty || wb->active)
 		pthread_cond_wait(&wb->idle, &wb->lock);
+	wb->hurry--;
 	pthread_mutex_unlock(&wb->lock);
 }
 

@@ -579,6 +579,7 @@ static void op_write(struct mqfs_req *r)
 	if (err)
 		mqfs_notify_inval_attr(r, req_ino(r));
 	r->writeback = in->write_flags & FUSE_WRITE_CACHE;
+	r->io.writeback = r->writeback;
 	r->size = r->m.data_len;
 	mqfs_req_async(r, false);
 	mqfs_write(r->d->fs, file_of(in->fh), in->offset, r->m.data,
@@ -586,15 +587,25 @@ static void op_write(struct mqfs_req *r)
 }
 
 /*
- * close() is not a durability point (fsync is), but with write-behind
- * it writes the file's pending data back and reports a lost write, as
- * NFS does (close-to-open).
+ * close() is not a durability point (fsync is), but a dontcache file's
+ * close writes its write-behind back and reports a lost write, as NFS
+ * does (close-to-open).  Any other file's close owes nothing: without
+ * the writeback cache it is opened FOPEN_NOFLUSH; with it (which ignores
+ * that flag) ENOSYS tells the kernel to send no FLUSH again (it still
+ * writes the file's dirty pages back first), a round trip saved on every
+ * close.  From then on a dontcache file of a cache=kernel mount (by its
+ * user.mqfs.cache) is written back by the flusher and fsync, as the
+ * cached files are.
  */
 static void op_flush(struct mqfs_req *r)
 {
 	const struct fuse_flush_in *in = req_arg(r);
+	struct mqfs_file *f = file_of(in->fh);
 
-	mqfs_reply_err(r, mqfs_flush(r->d->fs, file_of(in->fh)));
+	if (r->d->conn.writeback && !mqfs_file_is_dontcache(f))
+		mqfs_reply_err(r, -ENOSYS);
+	else
+		mqfs_reply_err(r, mqfs_flush(r->d->fs, f));
 }
 
 static void op_release(struct mqfs_req *r)
@@ -648,9 +659,15 @@ static void op_lseek(struct mqfs_req *r)
 
 /* ---- directories -------------------------------------------------------- */
 
+/*
+ * READDIR is stateless (the offset is the cookie), so a directory needs
+ * no open: ENOSYS tells the kernel to send no OPENDIR or RELEASEDIR
+ * again (fc->no_opendir), two round trips saved per directory listed
+ * (find, rm -r, git status).  The control files' directories too.
+ */
 static void op_opendir(struct mqfs_req *r)
 {
-	mqfs_reply_open(r, 0, 0);	/* readdir is stateless: the cookie */
+	mqfs_reply_err(r, -ENOSYS);
 }
 
 static int rd_fill(void *ctx, const char *name, uint64_t ino, unsigned type,

@@ -26,6 +26,7 @@ FUSE_INTEGRATION_TESTS = \
 	tests/integration/crash.sh \
 	tests/integration/ionice.sh \
 	tests/integration/transport.sh \
+	tests/integration/trees.sh \
 	tests/integration/uring.sh \
 	tests/integration/tools-mkfs.sh \
 	tests/integration/tools-fsck.sh

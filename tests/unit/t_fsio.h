@@ -130,4 +130,16 @@ static inline ssize_t t_write(struct mqfs_fs *fs, struct mqfs_file *f,
 	return t_write_why(fs, f, off, buf, size, NULL);
 }
 
+/* The kernel's write-back of its page cache (FUSE_WRITE_CACHE). */
+static inline ssize_t t_writeback(struct mqfs_fs *fs, struct mqfs_file *f,
+				  uint64_t off, const void *buf, size_t size)
+{
+	struct mqfs_io io = { .writeback = true };
+	struct t_wait w;
+
+	t_wait_init(&w, NULL, 0);
+	mqfs_write(fs, f, off, buf, size, &io, t_write_done, &w);
+	return t_wait_end(&w);
+}
+
 #endif /* MQFS_TESTS_T_FSIO_H */

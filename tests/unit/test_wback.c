@@ -10,7 +10,8 @@
  * writers, files created, written, closed and unlinked by four threads
  * while the flusher works, plain opens bypassing it, EIO and ENOSPC
  * reported by fsync and close and nothing lost that was answered
- * otherwise; the flusher writes with the writer's priority class.
+ * otherwise; the flusher writes with the writer's priority class; the
+ * kernel's write-back of a cached file, its last page ending mid-block.
  *
  * Failures name the step and the seed (T_WBACK_SEED reruns).
  */
@@ -145,6 +146,54 @@ START_TEST(test_write_read_back)
 	t_fs_destroy(&t);
 	free(buf);
 	free(model);
+}
+END_TEST
+
+/*
+ * The kernel's write-back of a cached file (cache=kernel) is taken by
+ * the write-behind, its last page too, which ends the file mid-block:
+ * the size is the write's end, not the block's, before and after the
+ * write-back; the page written again with more bytes (an append) moves
+ * it.  close owes nothing for a cached file; fsync writes it back.
+ */
+START_TEST(test_kernel_writeback_tail)
+{
+	uint8_t model[3 * T_BS], buf[3 * T_BS];
+	struct mqfs_wback_stats st;
+	struct mqfs_file *f;
+	struct t_fs t;
+	uint64_t ino;
+
+	t_fs_make(&t, T_SIZE);
+	ino = t_create(t.fs, MQFS_ROOT_INO, "c");
+	f = t_open(t.fs, ino, false);
+	t_fill(model, sizeof(model), 0, 3);
+	ck_assert_int_eq(t_writeback(t.fs, f, 0, model, 1000), 1000);
+	ck_assert_uint_eq(t_size(t.fs, ino), 1000);
+	t_expect(t.fs, f, model, 1000, "tail pending");
+	ck_assert_int_eq(t_writeback(t.fs, f, 0, model, T_BS), T_BS);
+	ck_assert_int_eq(t_writeback(t.fs, f, T_BS, model + T_BS, 5000 - T_BS),
+			 5000 - T_BS);
+	ck_assert_uint_eq(t_size(t.fs, ino), 5000);
+	mqfs_get_wback_stats(t.fs, &st);
+	ck_assert_uint_eq(st.buffered_writes, 3);
+	ck_assert_uint_eq(st.direct_writes, 0);
+	ck_assert_int_eq(mqfs_flush(t.fs, f), 0);
+	ck_assert_int_eq(mqfs_fsync(t.fs, ino, false), 0);
+	mqfs_get_wback_stats(t.fs, &st);
+	ck_assert_uint_eq(st.dirty_bytes, 0);
+	ck_assert_int_eq(mqfs_release(t.fs, f), 0);
+	t_fs_remount(&t);
+	ck_assert_uint_eq(t_size(t.fs, ino), 5000);
+	f = t_open(t.fs, ino, false);
+	t_expect(t.fs, f, model, 5000, "after remount");
+	/* The block's bytes past the end read as zeroes once it grows. */
+	memset(buf, 0, sizeof(buf));
+	ck_assert_int_eq(t_write(t.fs, f, 3 * T_BS - 1, buf, 1), 1);
+	memcpy(buf, model, 5000);
+	t_expect(t.fs, f, buf, 3 * T_BS, "grown past the tail");
+	ck_assert_int_eq(mqfs_release(t.fs, f), 0);
+	t_fs_destroy(&t);
 }
 END_TEST
 
@@ -679,6 +728,7 @@ static Suite *wback_suite(void)
 	TCase *tc = t_tcase(s, "core", 120);
 
 	tcase_add_test(tc, test_write_read_back);
+	tcase_add_test(tc, test_kernel_writeback_tail);
 	tcase_add_test(tc, test_sparse_and_truncate);
 	tcase_add_test(tc, test_random_ops);
 	tcase_add_test(tc, test_crash_after_fsync);
