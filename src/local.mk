@@ -11,6 +11,7 @@ noinst_LIBRARIES += libmqfs.a
 libmqfs_a_SOURCES = \
 	%reldir%/fs/fs_i.h \
 	%reldir%/fs/alloc.c \
+	%reldir%/fs/array.c \
 	%reldir%/fs/attr.c \
 	%reldir%/fs/bio.c \
 	%reldir%/fs/buf.c \

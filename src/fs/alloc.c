@@ -52,7 +52,7 @@ struct mqfs_ag_info {
 	uint64_t *busy_map;
 	struct ag_busy *busy;
 	atomic_uint nbusy;
-	unsigned busy_cap;
+	size_t busy_cap;
 };
 
 /* ---- bitmap words ------------------------------------------------------- */
@@ -297,16 +297,8 @@ static int busy_reserve_locked(struct mqfs_ag_info *ag)
 		if (!ag->busy_map)
 			return -ENOMEM;
 	}
-	if (n == ag->busy_cap) {
-		unsigned cap = ag->busy_cap ? ag->busy_cap * 2 : 16;
-		struct ag_busy *nb = realloc(ag->busy, cap * sizeof(*nb));
-
-		if (!nb)
-			return -ENOMEM;
-		ag->busy = nb;
-		ag->busy_cap = cap;
-	}
-	return 0;
+	return mqfs_array_reserve(&ag->busy, &ag->busy_cap, n,
+				  sizeof(*ag->busy), 16);
 }
 
 static void busy_add_locked(struct mqfs_ag_info *ag, uint32_t start,

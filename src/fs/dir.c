@@ -53,7 +53,8 @@ struct mqfs_dir_index {
 	uint32_t *bucket;		/* slot + 1 of the chain head, 0: none */
 	uint32_t nbucket;		/* power of two */
 	struct di_ent *ent;
-	uint32_t nent, ent_cap;		/* slots handed out, allocated */
+	uint32_t nent;			/* slots handed out */
+	size_t ent_cap;			/* slots allocated */
 	uint32_t free;			/* free slot list (slot + 1) */
 	uint32_t count;			/* live entries */
 	uint32_t bad;			/* entries left out: not servable */
@@ -188,15 +189,12 @@ static int di_rehash(struct mqfs_dir_index *di, uint32_t nbucket)
 /* Make room for one more entry (before any change, so failure is clean). */
 static int di_reserve(struct mqfs_dir_index *di)
 {
-	if (!di->free && di->nent == di->ent_cap) {
-		uint32_t cap = di->ent_cap ? di->ent_cap * 2 : 8;
-		struct di_ent *e = realloc(di->ent, cap * sizeof(*e));
+	int err = di->free ? 0 : mqfs_array_reserve(&di->ent, &di->ent_cap,
+						      di->nent,
+						      sizeof(*di->ent), 8);
 
-		if (!e)
-			return -ENOMEM;
-		di->ent = e;
-		di->ent_cap = cap;
-	}
+	if (err)
+		return err;
 	if (di->count + 1 > di->nbucket)
 		return di_rehash(di, di->nbucket * 2);
 	return 0;

@@ -309,6 +309,15 @@ void mqfs_blk_update_csum(void *blk);
 int mqfs_blk_verify(const void *blk, unsigned type, uint64_t blocknr);
 uint64_t mqfs_hash(const void *data, size_t len);
 
+/*
+ * Room for one more element in the array *@arrayp (a T ** passed as
+ * void *) of *@cap elements of @elem bytes, @n of them used: doubled
+ * when full (@first elements when empty).  0, or -ENOMEM with the array
+ * and *@cap as they were.
+ */
+int mqfs_array_reserve(void *arrayp, size_t *cap, size_t n, size_t elem,
+		       size_t first);
+
 /* ---- metadata buffer cache (buf.c) -------------------------------------- */
 
 enum {

@@ -100,15 +100,9 @@ struct fk_dir *mqfs_fk_dir_find(struct fsck *f, uint64_t ino)
 
 static int fk_dir_append(struct fsck *f, uint64_t ino, uint64_t parent)
 {
-	if (f->ndirs == f->dirs_cap) {
-		size_t cap = f->dirs_cap ? f->dirs_cap * 2 : 256;
-		struct fk_dir *d = realloc(f->dirs, cap * sizeof(*d));
-
-		if (!d)
-			return -ENOMEM;
-		f->dirs = d;
-		f->dirs_cap = cap;
-	}
+	if (mqfs_array_reserve(&f->dirs, &f->dirs_cap, f->ndirs,
+			       sizeof(*f->dirs), 256))
+		return -ENOMEM;
 	f->dirs[f->ndirs++] = (struct fk_dir){ .ino = ino, .parent = parent };
 	return 0;
 }
@@ -116,15 +110,9 @@ static int fk_dir_append(struct fsck *f, uint64_t ino, uint64_t parent)
 static int fk_dup_add(struct fsck *f, uint64_t ino, uint64_t node,
 		      uint32_t slot, const struct mqfs_extent *x)
 {
-	if (f->ndups == f->dups_cap) {
-		size_t cap = f->dups_cap ? f->dups_cap * 2 : 16;
-		struct fk_dup *d = realloc(f->dups, cap * sizeof(*d));
-
-		if (!d)
-			return -ENOMEM;
-		f->dups = d;
-		f->dups_cap = cap;
-	}
+	if (mqfs_array_reserve(&f->dups, &f->dups_cap, f->ndups,
+			       sizeof(*f->dups), 16))
+		return -ENOMEM;
 	f->dups[f->ndups++] = (struct fk_dup){ .ino = ino, .node = node,
 					       .slot = slot, .ext = *x };
 	return 0;

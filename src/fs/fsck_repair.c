@@ -355,15 +355,8 @@ static int fk_collect(void *ctx, const struct mqfs_extent *x, uint64_t blk)
 		m->last_tree = blk;
 		return 0;
 	}
-	if (m->n == m->cap) {
-		size_t cap = m->cap ? m->cap * 2 : 8;
-		struct mqfs_extent *v = realloc(m->v, cap * sizeof(*v));
-
-		if (!v)
-			return -ENOMEM;
-		m->v = v;
-		m->cap = cap;
-	}
+	if (mqfs_array_reserve(&m->v, &m->cap, m->n, sizeof(*m->v), 8))
+		return -ENOMEM;
 	m->v[m->n++] = *x;
 	return 0;
 }
@@ -561,15 +554,9 @@ static int fk_dir_insert(struct fsck *f, uint64_t ino, uint64_t parent)
 {
 	size_t i = f->ndirs;
 
-	if (f->ndirs == f->dirs_cap) {
-		size_t cap = f->dirs_cap ? f->dirs_cap * 2 : 256;
-		struct fk_dir *d = realloc(f->dirs, cap * sizeof(*d));
-
-		if (!d)
-			return -ENOMEM;
-		f->dirs = d;
-		f->dirs_cap = cap;
-	}
+	if (mqfs_array_reserve(&f->dirs, &f->dirs_cap, f->ndirs,
+			       sizeof(*f->dirs), 256))
+		return -ENOMEM;
 	while (i && f->dirs[i - 1].ino > ino)
 		i--;
 	memmove(&f->dirs[i + 1], &f->dirs[i],

@@ -121,15 +121,8 @@ static size_t ic_collect_unlinked(struct mqfs_icache *c, struct ic_ent ***out)
 
 			if (ip->d.nlink || e->dying)
 				continue;
-			if (n == cap) {
-				struct ic_ent **nv;
-
-				cap = cap ? 2 * cap : 64;
-				nv = realloc(v, cap * sizeof(*v));
-				if (!nv)
-					goto out;	/* the next mount frees the rest */
-				v = nv;
-			}
+			if (mqfs_array_reserve(&v, &cap, n, sizeof(*v), 64))
+				goto out;	/* the next mount frees the rest */
 			/* One reference for mqfs_ic_delete, one to free it here
 			 * even if the front end still holds some. */
 			mqfs_ic_hold_locked(c, ip);

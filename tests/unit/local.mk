@@ -31,6 +31,7 @@ BLK_UNIT_TESTS = \
 	tests/unit/test_soak \
 	tests/unit/test_submit
 FS_UNIT_TESTS = \
+	tests/unit/test_array \
 	tests/unit/test_bio \
 	tests/unit/test_super \
 	tests/unit/test_buf \
@@ -114,6 +115,8 @@ tests_unit_test_soak_CFLAGS = $(UNIT_CFLAGS)
 tests_unit_test_soak_LDADD = $(UNIT_LDADD)
 tests_unit_test_submit_CFLAGS = $(UNIT_CFLAGS)
 tests_unit_test_submit_LDADD = $(UNIT_LDADD)
+tests_unit_test_array_CFLAGS = $(FS_UNIT_CFLAGS)
+tests_unit_test_array_LDADD = $(UNIT_LDADD)
 tests_unit_test_bio_CFLAGS = $(FS_UNIT_CFLAGS)
 tests_unit_test_bio_LDADD = $(UNIT_LDADD)
 tests_unit_test_super_CFLAGS = $(FS_UNIT_CFLAGS)
