@@ -50,6 +50,8 @@ libmqfs_a_SOURCES = \
 	%reldir%/fs/slab.c \
 	%reldir%/fs/super.c \
 	%reldir%/fs/wback.c \
+	%reldir%/fs/wback_flush.c \
+	%reldir%/fs/wback_i.h \
 	%reldir%/fs/xattr.c
 
 include %reldir%/fuse/local.mk
