@@ -19,6 +19,8 @@ libmqfs_a_SOURCES = \
 	%reldir%/fs/databuf.c \
 	%reldir%/fs/dir.c \
 	%reldir%/fs/extent.c \
+	%reldir%/fs/extent_edit.c \
+	%reldir%/fs/extent_i.h \
 	%reldir%/fs/file.c \
 	%reldir%/fs/file_i.h \
 	%reldir%/fs/fmap.c \

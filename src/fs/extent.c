@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 /*
- * extent.c - the map from a file's logical blocks to device blocks.
+ * extent.c - the map from a file's logical blocks to device blocks:
+ * checking and opening its nodes, lookups and the walk (extent_edit.c
+ * makes the changes).
  *
  * Up to MQFS_INLINE_EXTENTS extents live in the inode itself.  Beyond
  * that the inode holds the root of a B+tree (format.h, struct mqfs_ext_node):
@@ -34,99 +36,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "fs_i.h"
-
-#define EXT_MAX_DEPTH		5	/* 4 * 169^4 leaves: ample */
-#define EXT_SLACK		2	/* leaf overflow allowed before commit */
-#define EXT_ALLOC_CREDITS	2	/* AG header + bitmap (alloc.c) */
-#define EXT_NONE		UINT64_MAX
-#define EXT_END			MQFS_MAX_FILE_BLOCKS
-
-/* Both entry kinds start with the key, and both are 24 bytes. */
-union ext_entry {
-	struct mqfs_extent ext;
-	struct mqfs_ext_index idx;
-};
-_Static_assert(sizeof(union ext_entry) == MQFS_EXT_ENTRY_SIZE, "entry");
-_Static_assert(MQFS_EXT_BLOCK_MAX * MQFS_EXT_ENTRY_SIZE +
-	       sizeof(struct mqfs_ext_node) <= MQFS_PAYLOAD, "node");
-
-/* A node where it lies (the inode or a locked buffer), read-only. */
-struct ext_view {
-	unsigned depth, nr, max;
-	const union ext_entry *e;
-};
-
-/* An opened node: the view plus the buffer behind it (NULL: root). */
-struct ext_ref {
-	struct mqfs_buf *b;
-	struct ext_view v;
-};
-
-/* One level of a path being changed: a private copy of the node. */
-struct ext_level {
-	struct mqfs_buf *b;		/* reference; NULL at the root */
-	unsigned depth, nr, max;
-	unsigned pos;			/* index: entry followed; leaf: slot */
-	int ins;			/* entry just inserted, -1: none */
-	bool dirty;
-	union ext_entry e[MQFS_EXT_BLOCK_MAX + EXT_SLACK];
-};
-
-struct ext_path {
-	struct mqfs_ino *ip;
-	unsigned nlev;			/* lv[0] root ... lv[nlev-1] leaf */
-	bool rightmost;			/* the leaf is the last one */
-	struct ext_level lv[EXT_MAX_DEPTH + 1];
-};
-
-/* Result of a read-only lookup. */
-struct ext_found {
-	bool mapped;
-	struct mqfs_extent ext;		/* mapped: the extent holding lblk */
-	uint64_t next;			/* hole: next extent's lblk, EXT_NONE */
-};
-
-static inline uint64_t ext_key(const union ext_entry *e)
-{
-	return e->ext.lblk;
-}
-
-static inline uint64_t ext_end(const struct mqfs_extent *x)
-{
-	return x->lblk + x->len;
-}
-
-/* Number of entries with key <= @key (binary search). */
-static unsigned ext_search(const union ext_entry *e, unsigned nr,
-			   uint64_t key)
-{
-	unsigned lo = 0, hi = nr;
-
-	while (lo < hi) {
-		unsigned mid = lo + (hi - lo) / 2;
-
-		if (ext_key(&e[mid]) <= key)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo;
-}
-
-/* Is [b, b+n) inside the area that can hold data and tree blocks? */
-static bool ext_blocks_ok(struct mqfs_fs *fs, uint64_t b, uint64_t n)
-{
-	uint64_t first = fs->journal_start + fs->journal_blocks;
-
-	return n && b >= first && b < fs->block_count &&
-	       n <= fs->block_count - 1 - b;
-}
+#include "extent_i.h"
 
 /* ---- checking nodes --------------------------------------------------- */
 
-static int ext_bad(struct mqfs_fs *fs, struct mqfs_ino *ip, uint64_t blk,
-		   const char *what, unsigned i)
+int mqfs_ext_bad(struct mqfs_fs *fs, struct mqfs_ino *ip, uint64_t blk,
+		 const char *what, unsigned i)
 {
 	mqfs_fs_error(fs, blk, "inode %" PRIu64 ": extent %s %s (entry %u)",
 		      ip->ino, blk ? "block" : "root", what, i);
@@ -143,11 +58,13 @@ static int ext_check_leaf(struct mqfs_fs *fs, struct mqfs_ino *ip,
 		const struct mqfs_extent *x = &v->e[i].ext;
 
 		if (!x->len || x->flags & ~(uint32_t)MQFS_EXT_UNWRITTEN)
-			return ext_bad(fs, ip, blk, "has a bad extent", i);
+			return mqfs_ext_bad(fs, ip, blk, "has a bad extent", i);
 		if (x->lblk < prev_end || x->lblk > hi || x->len > hi - x->lblk)
-			return ext_bad(fs, ip, blk, "keys out of order", i);
+			return mqfs_ext_bad(fs, ip, blk,
+					    "keys out of order", i);
 		if (!ext_blocks_ok(fs, x->pblk, x->len))
-			return ext_bad(fs, ip, blk, "points outside the fs", i);
+			return mqfs_ext_bad(fs, ip, blk,
+					    "points outside the fs", i);
 		prev_end = ext_end(x);
 	}
 	return 0;
@@ -162,9 +79,11 @@ static int ext_check_index(struct mqfs_fs *fs, struct mqfs_ino *ip,
 
 		if (x->lblk < lo || x->lblk >= hi ||
 		    (i && x->lblk <= v->e[i - 1].idx.lblk))
-			return ext_bad(fs, ip, blk, "keys out of order", i);
+			return mqfs_ext_bad(fs, ip, blk,
+					    "keys out of order", i);
 		if (!ext_blocks_ok(fs, x->child, 1))
-			return ext_bad(fs, ip, blk, "points outside the fs", i);
+			return mqfs_ext_bad(fs, ip, blk,
+					    "points outside the fs", i);
 	}
 	return 0;
 }
@@ -178,9 +97,9 @@ static int ext_check(struct mqfs_fs *fs, struct mqfs_ino *ip, uint64_t blk,
 		     uint64_t hi)
 {
 	if (v->depth > EXT_MAX_DEPTH || (depth >= 0 && v->depth != (unsigned)depth))
-		return ext_bad(fs, ip, blk, "depth mismatch", 0);
+		return mqfs_ext_bad(fs, ip, blk, "depth mismatch", 0);
 	if (v->nr > v->max || (blk && !v->nr))
-		return ext_bad(fs, ip, blk, "bad entry count", v->nr);
+		return mqfs_ext_bad(fs, ip, blk, "bad entry count", v->nr);
 	if (v->depth == 0)
 		return ext_check_leaf(fs, ip, blk, v, lo, hi);
 	return ext_check_index(fs, ip, blk, v, lo, hi);
@@ -189,8 +108,8 @@ static int ext_check(struct mqfs_fs *fs, struct mqfs_ino *ip, uint64_t blk,
 /* ---- opening nodes ---------------------------------------------------- */
 
 /* The root as stored in the inode (inline extents or a tree root). */
-static int ext_root_view(struct mqfs_fs *fs, struct mqfs_ino *ip,
-			 struct ext_view *v)
+int mqfs_ext_root_view(struct mqfs_fs *fs, struct mqfs_ino *ip,
+		       struct ext_view *v)
 {
 	const struct mqfs_inode *d = &ip->d;
 
@@ -205,7 +124,7 @@ static int ext_root_view(struct mqfs_fs *fs, struct mqfs_ino *ip,
 					.max = MQFS_ROOT_ENTRIES,
 					.e = (const void *)(n + 1) };
 		if (n->max != MQFS_ROOT_ENTRIES)
-			return ext_bad(fs, ip, 0, "has a bad capacity", 0);
+			return mqfs_ext_bad(fs, ip, 0, "has a bad capacity", 0);
 	} else {
 		unsigned nr = 0;
 
@@ -214,7 +133,7 @@ static int ext_root_view(struct mqfs_fs *fs, struct mqfs_ino *ip,
 		for (unsigned i = nr; i < MQFS_INLINE_EXTENTS; i++)
 			if (d->u.ext[i].lblk || d->u.ext[i].pblk ||
 			    d->u.ext[i].len || d->u.ext[i].flags)
-				return ext_bad(fs, ip, 0, "has a gap", i);
+				return mqfs_ext_bad(fs, ip, 0, "has a gap", i);
 		*v = (struct ext_view){ .nr = nr, .max = MQFS_INLINE_EXTENTS,
 					.e = (const void *)d->u.ext };
 	}
@@ -234,8 +153,8 @@ static void ext_blk_view(struct mqfs_buf *b, struct ext_view *v)
  * Read tree block @blk and check it as a node of @depth with keys in
  * [lo, hi).  On success the buffer is referenced and locked.
  */
-static int ext_open(struct mqfs_fs *fs, struct mqfs_ino *ip, uint64_t blk,
-		    unsigned depth, uint64_t lo, uint64_t hi, struct ext_ref *r)
+int mqfs_ext_open(struct mqfs_fs *fs, struct mqfs_ino *ip, uint64_t blk,
+		  unsigned depth, uint64_t lo, uint64_t hi, struct ext_ref *r)
 {
 	int err = mqfs_buf_read(fs, blk, MQFS_T_EXTENT, &r->b);
 
@@ -244,7 +163,7 @@ static int ext_open(struct mqfs_fs *fs, struct mqfs_ino *ip, uint64_t blk,
 	mqfs_buf_lock(r->b);
 	ext_blk_view(r->b, &r->v);
 	if (r->v.max != MQFS_EXT_BLOCK_MAX)
-		err = ext_bad(fs, ip, blk, "has a bad capacity", 0);
+		err = mqfs_ext_bad(fs, ip, blk, "has a bad capacity", 0);
 	else
 		err = ext_check(fs, ip, blk, &r->v, (int)depth, lo, hi);
 	if (err) {
@@ -255,7 +174,7 @@ static int ext_open(struct mqfs_fs *fs, struct mqfs_ino *ip, uint64_t blk,
 	return err;
 }
 
-static void ext_close(struct ext_ref *r)
+void mqfs_ext_close(struct ext_ref *r)
 {
 	if (r->b) {
 		mqfs_buf_unlock(r->b);
@@ -273,13 +192,13 @@ static int ext_leftmost(struct mqfs_fs *fs, struct mqfs_ino *ip,
 {
 	for (;;) {
 		struct ext_ref r;
-		int err = ext_open(fs, ip, blk, depth, lo, hi, &r);
+		int err = mqfs_ext_open(fs, ip, blk, depth, lo, hi, &r);
 
 		if (err)
 			return err;
 		if (depth == 0) {
 			*key = r.v.e[0].ext.lblk;
-			ext_close(&r);
+			mqfs_ext_close(&r);
 			return 0;
 		}
 		blk = r.v.e[0].idx.child;
@@ -287,7 +206,7 @@ static int ext_leftmost(struct mqfs_fs *fs, struct mqfs_ino *ip,
 		if (r.v.nr > 1)
 			hi = r.v.e[1].idx.lblk;
 		depth--;
-		ext_close(&r);
+		mqfs_ext_close(&r);
 	}
 }
 
@@ -314,13 +233,13 @@ static bool ext_find_leaf(const struct ext_view *v, uint64_t lblk,
 }
 
 /* Where is @lblk: the extent holding it, or the start of the next one. */
-static int ext_find(struct mqfs_fs *fs, struct mqfs_ino *ip, uint64_t lblk,
-		    struct ext_found *f)
+int mqfs_ext_find(struct mqfs_fs *fs, struct mqfs_ino *ip, uint64_t lblk,
+		  struct ext_found *f)
 {
 	struct ext_sibling sib = { 0 };
 	struct ext_ref r = { .b = NULL };
 	uint64_t hi = EXT_END;
-	int err = ext_root_view(fs, ip, &r.v);
+	int err = mqfs_ext_root_view(fs, ip, &r.v);
 
 	if (err)
 		return err;
@@ -339,17 +258,17 @@ static int ext_find(struct mqfs_fs *fs, struct mqfs_ino *ip, uint64_t lblk,
 				.depth = depth };
 			hi = r.v.e[pos + 1].idx.lblk;
 		}
-		ext_close(&r);
-		err = ext_open(fs, ip, child, depth, lo, hi, &r);
+		mqfs_ext_close(&r);
+		err = mqfs_ext_open(fs, ip, child, depth, lo, hi, &r);
 		if (err)
 			return err;
 	}
 	if (!ext_find_leaf(&r.v, lblk, f) && !f->mapped && sib.blk) {
-		ext_close(&r);
+		mqfs_ext_close(&r);
 		return ext_leftmost(fs, ip, sib.blk, sib.depth, sib.lo, sib.hi,
 				    &f->next);
 	}
-	ext_close(&r);
+	mqfs_ext_close(&r);
 	return 0;
 }
 
@@ -361,7 +280,7 @@ int mqfs_extent_map(struct mqfs_fs *fs, struct mqfs_ino *ip, uint64_t lblk,
 
 	if (!max)
 		return -EINVAL;
-	err = ext_find(fs, ip, lblk, &f);
+	err = mqfs_ext_find(fs, ip, lblk, &f);
 	if (err)
 		return err;
 	m->lblk = lblk;
@@ -408,13 +327,13 @@ static int ext_walk_entries(struct ext_walk *w, unsigned depth, unsigned nr,
 			break;
 		if (!copy && !(copy = malloc(MQFS_PAYLOAD)))
 			return -ENOMEM;
-		ret = ext_open(w->fs, w->ip, e[i].idx.child, depth - 1,
-			       e[i].idx.lblk, chi, &r);
+		ret = mqfs_ext_open(w->fs, w->ip, e[i].idx.child, depth - 1,
+				    e[i].idx.lblk, chi, &r);
 		if (ret)
 			break;
 		cnr = r.v.nr;
 		memcpy(copy, r.v.e, cnr * sizeof(*copy));
-		ext_close(&r);
+		mqfs_ext_close(&r);
 		ret = ext_walk_entries(w, depth - 1, cnr, copy, chi);
 	}
 	free(copy);
@@ -427,598 +346,10 @@ int mqfs_extent_walk(struct mqfs_fs *fs, struct mqfs_ino *ip,
 	struct ext_walk w = { .fs = fs, .ip = ip, .fn = fn, .ctx = ctx };
 	union ext_entry root[MQFS_INLINE_EXTENTS];
 	struct ext_view v;
-	int err = ext_root_view(fs, ip, &v);
+	int err = mqfs_ext_root_view(fs, ip, &v);
 
 	if (err)
 		return err;
 	memcpy(root, v.e, v.nr * sizeof(root[0]));
 	return ext_walk_entries(&w, v.depth, v.nr, root, EXT_END);
-}
-
-/* ---- paths for changes ------------------------------------------------ */
-
-static void ext_path_free(struct ext_path *p)
-{
-	for (unsigned i = 0; i < p->nlev; i++)
-		if (p->lv[i].b)
-			mqfs_buf_put(p->lv[i].b);
-	free(p);
-}
-
-static void ext_level_fill(struct ext_level *lv, const struct ext_view *v,
-			   struct mqfs_buf *b)
-{
-	lv->b = b;
-	lv->depth = v->depth;
-	lv->nr = v->nr;
-	lv->max = v->depth ? v->max : (b ? v->max : MQFS_INLINE_EXTENTS);
-	lv->ins = -1;
-	lv->dirty = false;
-	memcpy(lv->e, v->e, v->nr * sizeof(lv->e[0]));
-}
-
-/*
- * Choose the child to follow at index level @lv for @key.  With @len
- * (an insert of [key, key+len)) the keys on the way are adjusted so the
- * new extent fits its leaf's bounds: a key left of the first subtree
- * lowers that subtree's key; a range running into the next subtree
- * (it is a hole, so that subtree starts at or after key+len) goes into
- * that subtree, whose key is lowered to @key.
- */
-static void ext_choose(struct ext_level *lv, uint64_t key, uint64_t len)
-{
-	unsigned ub = ext_search(lv->e, lv->nr, key);
-	unsigned pos = ub ? ub - 1 : 0;
-
-	if (len && pos + 1 < lv->nr && key + len > lv->e[pos + 1].idx.lblk) {
-		pos++;
-		lv->e[pos].idx.lblk = key;
-		lv->dirty = true;
-	} else if (len && key < lv->e[pos].idx.lblk) {
-		lv->e[pos].idx.lblk = key;
-		lv->dirty = true;
-	}
-	lv->pos = pos;
-}
-
-/* Copy the path to @key's leaf; the leaf's pos is the insertion slot. */
-static int ext_path_load(struct mqfs_fs *fs, struct mqfs_ino *ip,
-			 uint64_t key, uint64_t len, struct ext_path **out)
-{
-	struct ext_path *p = malloc(sizeof(*p));
-	uint64_t hi = EXT_END;
-	struct ext_view v;
-	unsigned L = 0;
-	int err;
-
-	if (!p)
-		return -ENOMEM;
-	p->ip = ip;
-	p->nlev = 0;
-	p->rightmost = true;
-	err = ext_root_view(fs, ip, &v);
-	if (err)
-		goto fail;
-	ext_level_fill(&p->lv[0], &v, NULL);
-	p->nlev = 1;
-	for (; p->lv[L].depth; L++) {
-		struct ext_level *lv = &p->lv[L];
-		struct ext_ref r;
-
-		ext_choose(lv, key, len);
-		if (lv->pos + 1 < lv->nr) {
-			hi = lv->e[lv->pos + 1].idx.lblk;
-			p->rightmost = false;
-		}
-		err = ext_open(fs, ip, lv->e[lv->pos].idx.child, lv->depth - 1,
-			       lv->e[lv->pos].idx.lblk, hi, &r);
-		if (err)
-			goto fail;
-		ext_level_fill(&p->lv[L + 1], &r.v, r.b);
-		mqfs_buf_unlock(r.b);	/* keep the reference for the write */
-		p->nlev++;
-	}
-	p->lv[L].pos = ext_search(p->lv[L].e, p->lv[L].nr, key);
-	*out = p;
-	return 0;
-fail:
-	ext_path_free(p);
-	return err;
-}
-
-static void ext_level_insert(struct ext_level *lv, unsigned pos,
-			     const union ext_entry *e)
-{
-	memmove(&lv->e[pos + 1], &lv->e[pos], (lv->nr - pos) * sizeof(*e));
-	lv->e[pos] = *e;
-	lv->nr++;
-	lv->ins = (int)pos;
-	lv->dirty = true;
-}
-
-static void ext_level_delete(struct ext_level *lv, unsigned pos)
-{
-	memmove(&lv->e[pos], &lv->e[pos + 1],
-		(lv->nr - pos - 1) * sizeof(lv->e[0]));
-	lv->nr--;
-	lv->dirty = true;
-}
-
-static bool ext_mergeable(const struct mqfs_extent *a,
-			  const struct mqfs_extent *b)
-{
-	return ext_end(a) == b->lblk && a->pblk + a->len == b->pblk &&
-	       a->flags == b->flags && (uint64_t)a->len + b->len <= UINT32_MAX;
-}
-
-/* Merge leaf entry @i with its neighbours; returns its new index. */
-static unsigned ext_leaf_merge(struct ext_level *lv, unsigned i)
-{
-	if (i + 1 < lv->nr && ext_mergeable(&lv->e[i].ext, &lv->e[i + 1].ext)) {
-		lv->e[i].ext.len += lv->e[i + 1].ext.len;
-		ext_level_delete(lv, i + 1);
-	}
-	if (i > 0 && ext_mergeable(&lv->e[i - 1].ext, &lv->e[i].ext)) {
-		lv->e[i - 1].ext.len += lv->e[i].ext.len;
-		ext_level_delete(lv, i);
-		i--;
-	}
-	return i;
-}
-
-/* ---- writing a path back ---------------------------------------------- */
-
-static void ext_store_blk(struct mqfs_handle *h, struct mqfs_buf *b,
-			  unsigned depth, unsigned nr,
-			  const union ext_entry *e)
-{
-	struct mqfs_ext_node *n;
-
-	mqfs_buf_lock(b);
-	n = (void *)((char *)b->data + MQFS_HDR_SIZE);
-	*n = (struct mqfs_ext_node){ .depth = (uint16_t)depth,
-				     .nr = (uint16_t)nr,
-				     .max = MQFS_EXT_BLOCK_MAX };
-	memcpy(n + 1, e, nr * sizeof(*e));
-	memset((union ext_entry *)(n + 1) + nr, 0,
-	       (MQFS_EXT_BLOCK_MAX - nr) * sizeof(*e));
-	mqfs_trans_dirty(h, b);
-	mqfs_buf_unlock(b);
-}
-
-/* The root -> ip->d: inline extents at depth 0, a tree root above. */
-static void ext_store_root(struct mqfs_ino *ip, unsigned depth, unsigned nr,
-			   const union ext_entry *e)
-{
-	struct mqfs_inode *d = &ip->d;
-
-	memset(d->u.root, 0, sizeof(d->u.root));
-	if (depth == 0) {
-		d->iflags &= (uint16_t)~MQFS_IF_EXTENT_TREE;
-		memcpy(d->u.ext, e, nr * sizeof(*e));
-	} else {
-		struct mqfs_ext_node *n = (void *)d->u.root;
-
-		d->iflags |= MQFS_IF_EXTENT_TREE;
-		*n = (struct mqfs_ext_node){ .depth = (uint16_t)depth,
-					     .nr = (uint16_t)nr,
-					     .max = MQFS_ROOT_ENTRIES };
-		memcpy(n + 1, e, nr * sizeof(*e));
-	}
-}
-
-/* Allocation goal for tree blocks: beside the leaf, or the file's data. */
-static uint64_t ext_goal(const struct ext_path *p)
-{
-	const struct ext_level *leaf = &p->lv[p->nlev - 1];
-
-	if (leaf->b)
-		return leaf->b->blocknr;
-	if (leaf->nr)
-		return leaf->e[0].ext.pblk;
-	return 0;
-}
-
-static void ext_drop_new(struct mqfs_handle *h, unsigned n, uint64_t *blk,
-			 struct mqfs_buf **bufs)
-{
-	/* mqfs_free_blocks drops the (clean, unreferenced) cached copies. */
-	for (unsigned i = 0; i < n; i++) {
-		mqfs_buf_put(bufs[i]);
-		mqfs_free_blocks(h, blk[i], 1);
-	}
-}
-
-/* Get @need fresh tree blocks, all or none. */
-static int ext_alloc_nodes(struct mqfs_handle *h, const struct ext_path *p,
-			   unsigned need, uint64_t *blk, struct mqfs_buf **bufs)
-{
-	uint64_t goal = ext_goal(p);
-
-	for (unsigned i = 0; i < need; i++) {
-		uint32_t got = 0;
-		int err = mqfs_alloc_blocks(h, goal, 1, &blk[i], &got);
-
-		if (err) {
-			ext_drop_new(h, i, blk, bufs);
-			return err;
-		}
-		err = mqfs_buf_new(h->fs, blk[i], MQFS_T_EXTENT, &bufs[i]);
-		if (err) {
-			mqfs_free_blocks(h, blk[i], 1);
-			ext_drop_new(h, i, blk, bufs);
-			return err;
-		}
-		goal = blk[i] + 1;
-	}
-	return 0;
-}
-
-/* Split overflowing level @L (not the root) into itself and block @nblk. */
-static void ext_split(struct mqfs_handle *h, struct ext_path *p, unsigned L,
-		      uint64_t nblk, struct mqfs_buf *nb)
-{
-	struct ext_level *lv = &p->lv[L], *up = &p->lv[L - 1];
-	union ext_entry x = { .idx = { .child = nblk } };
-	unsigned k = lv->nr / 2;
-
-	/* Appending at the end of the file: leave the left node full. */
-	if (p->rightmost && lv->ins == (int)lv->nr - 1)
-		k = MQ_MIN(lv->nr - 1, lv->max);
-	ext_store_blk(h, nb, lv->depth, lv->nr - k, &lv->e[k]);
-	x.idx.lblk = ext_key(&lv->e[k]);
-	lv->nr = k;
-	ext_store_blk(h, lv->b, lv->depth, lv->nr, lv->e);
-	lv->dirty = false;
-	ext_level_insert(up, up->pos + 1, &x);
-}
-
-/* The root overflowed: its entries move to block @nblk, one level down. */
-static void ext_grow_root(struct mqfs_handle *h, struct ext_path *p,
-			  uint64_t nblk, struct mqfs_buf *nb)
-{
-	struct ext_level *r = &p->lv[0];
-	union ext_entry x = { .idx = { .lblk = ext_key(&r->e[0]),
-				       .child = nblk } };
-
-	ext_store_blk(h, nb, r->depth, r->nr, r->e);
-	r->depth++;
-	r->nr = 1;
-	r->max = MQFS_ROOT_ENTRIES;
-	r->e[0] = x;
-	r->dirty = true;
-}
-
-/* Levels that will overflow, bottom up: each needs one new block. */
-static int ext_blocks_needed(const struct ext_path *p, unsigned *need)
-{
-	unsigned L = p->nlev - 1, nr = p->lv[L].nr;
-
-	*need = 0;
-	while (nr > p->lv[L].max) {
-		++*need;
-		if (L == 0)
-			return p->lv[0].depth >= EXT_MAX_DEPTH ? -EFBIG : 0;
-		L--;
-		nr = p->lv[L].nr + 1;
-	}
-	return 0;
-}
-
-/* Free the blocks of levels emptied by a commit (after the inode write). */
-static int ext_free_levels(struct mqfs_handle *h, struct ext_path *p,
-			   const unsigned *lvls, unsigned n)
-{
-	int err = 0;
-
-	for (unsigned i = 0; i < n; i++) {
-		struct ext_level *lv = &p->lv[lvls[i]];
-		uint64_t blk = lv->b->blocknr;
-		int e;
-
-		mqfs_buf_put(lv->b);
-		lv->b = NULL;
-		e = mqfs_free_blocks(h, blk, 1);
-		if (!err)
-			err = e;
-	}
-	return err;
-}
-
-/*
- * Write the edited path back.  All new blocks are allocated first, so
- * a failure (ENOSPC, no memory) changes nothing.  @data_delta is the
- * change of data blocks, added to ip->d.blocks with the tree's own.
- */
-static int ext_commit(struct mqfs_handle *h, struct ext_path *p,
-		      int64_t data_delta)
-{
-	uint64_t nblk[EXT_MAX_DEPTH + 1];
-	struct mqfs_buf *nbuf[EXT_MAX_DEPTH + 1];
-	unsigned emptied[EXT_MAX_DEPTH + 1];
-	unsigned need, k = 0, nempty = 0, L;
-	struct mqfs_ino *ip = p->ip;
-	int ferr, err = ext_blocks_needed(p, &need);
-
-	if (!err)
-		err = ext_alloc_nodes(h, p, need, nblk, nbuf);
-	if (err)
-		return err;
-	for (L = p->nlev - 1;; L--) {
-		struct ext_level *lv = &p->lv[L];
-
-		if (lv->nr > lv->max) {
-			if (L)
-				ext_split(h, p, L, nblk[k], nbuf[k]);
-			else
-				ext_grow_root(h, p, nblk[k], nbuf[k]);
-			k++;
-		} else if (L && !lv->nr) {
-			emptied[nempty++] = L;
-			ext_level_delete(&p->lv[L - 1], p->lv[L - 1].pos);
-		} else if (L && lv->dirty) {
-			ext_store_blk(h, lv->b, lv->depth, lv->nr, lv->e);
-		}
-		if (!L)
-			break;
-	}
-	if (p->lv[0].depth && !p->lv[0].nr)
-		p->lv[0].depth = 0;	/* everything is gone: inline again */
-	ip->d.blocks += (uint64_t)((int64_t)need - (int64_t)nempty + data_delta);
-	ext_store_root(ip, p->lv[0].depth, p->lv[0].nr, p->lv[0].e);
-	err = mqfs_inode_dirty(h, ip);
-	for (unsigned i = 0; i < need; i++)
-		mqfs_buf_put(nbuf[i]);
-	ferr = ext_free_levels(h, p, emptied, nempty);
-	return err ? err : ferr;
-}
-
-/* ---- the changes ------------------------------------------------------ */
-
-/*
- * Pull a lone child that fits into the root, one level at a time.  A
- * child is pulled up only when it leaves a free slot in the root, so a
- * file hovering at the limit does not allocate and free a block at
- * every change.
- */
-static int ext_shrink(struct mqfs_handle *h, struct mqfs_ino *ip)
-{
-	for (;;) {
-		union ext_entry e[MQFS_INLINE_EXTENTS];
-		unsigned depth, nr, cap;
-		struct ext_view v;
-		struct ext_ref c;
-		uint64_t blk;
-		int err = ext_root_view(h->fs, ip, &v);
-
-		if (err || !v.depth || v.nr != 1)
-			return err;
-		blk = v.e[0].idx.child;
-		err = ext_open(h->fs, ip, blk, v.depth - 1, v.e[0].idx.lblk,
-			       EXT_END, &c);
-		if (err)
-			return err;
-		depth = c.v.depth;
-		nr = c.v.nr;
-		cap = depth ? MQFS_ROOT_ENTRIES : MQFS_INLINE_EXTENTS;
-		if (nr < cap)
-			memcpy(e, c.v.e, nr * sizeof(e[0]));
-		ext_close(&c);
-		if (nr >= cap)
-			return 0;
-		ext_store_root(ip, depth, nr, e);
-		ip->d.blocks--;
-		err = mqfs_inode_dirty(h, ip);
-		if (!err)
-			err = mqfs_free_blocks(h, blk, 1);
-		if (err)
-			return err;
-	}
-}
-
-
-int mqfs_extent_insert(struct mqfs_handle *h, struct mqfs_ino *ip,
-		       uint64_t lblk, uint64_t pblk, uint32_t len,
-		       uint32_t flags)
-{
-	union ext_entry x = { .ext = { .lblk = lblk, .pblk = pblk,
-				       .len = len, .flags = flags } };
-	struct ext_level *leaf;
-	struct ext_found f;
-	struct ext_path *p;
-	int err;
-
-	if (!len || flags & ~(uint32_t)MQFS_EXT_UNWRITTEN ||
-	    ip->d.iflags & MQFS_IF_INLINE_DATA ||
-	    !ext_blocks_ok(h->fs, pblk, len))
-		return -EINVAL;
-	if (lblk >= EXT_END || len > EXT_END - lblk)
-		return -EFBIG;
-	err = ext_find(h->fs, ip, lblk, &f);
-	if (err)
-		return err;
-	if (f.mapped || f.next < lblk + len)
-		return -EEXIST;
-	err = ext_path_load(h->fs, ip, lblk, len, &p);
-	if (err)
-		return err;
-	leaf = &p->lv[p->nlev - 1];
-	ext_level_insert(leaf, leaf->pos, &x);
-	leaf->ins = (int)ext_leaf_merge(leaf, leaf->pos);
-	err = ext_commit(h, p, len);
-	ext_path_free(p);
-	/* A merge may have left a lone small leaf. */
-	return err ? err : ext_shrink(h, ip);
-}
-
-/* Path to the extent holding @lblk; *leaf and *i name it. */
-static int ext_path_at(struct mqfs_fs *fs, struct mqfs_ino *ip,
-		       uint64_t lblk, struct ext_path **pp, unsigned *i)
-{
-	struct ext_level *leaf;
-	int err = ext_path_load(fs, ip, lblk, 0, pp);
-
-	if (err)
-		return err;
-	leaf = &(*pp)->lv[(*pp)->nlev - 1];
-	if (!leaf->pos || ext_end(&leaf->e[leaf->pos - 1].ext) <= lblk) {
-		uint64_t blk = leaf->b ? leaf->b->blocknr : 0;
-		unsigned pos = leaf->pos;
-
-		ext_path_free(*pp);
-		return ext_bad(fs, ip, blk, "lost an extent", pos);
-	}
-	*i = leaf->pos - 1;
-	return 0;
-}
-
-/* Unmap [lblk, end) within the extent holding @lblk; *next: its end. */
-static int ext_remove_one(struct mqfs_handle *h, struct mqfs_ino *ip,
-			  uint64_t lblk, uint64_t end, uint64_t *next)
-{
-	struct ext_level *leaf;
-	struct mqfs_extent *x;
-	struct ext_path *p;
-	uint64_t xend, t, fpblk;
-	uint32_t fcnt;
-	unsigned i;
-	int err = ext_path_at(h->fs, ip, lblk, &p, &i);
-
-	if (err)
-		return err;
-	leaf = &p->lv[p->nlev - 1];
-	x = &leaf->e[i].ext;
-	xend = ext_end(x);
-	t = MQ_MIN(end, xend);
-	fpblk = x->pblk + (lblk - x->lblk);
-	fcnt = (uint32_t)(t - lblk);
-	if (lblk == x->lblk && t == xend) {
-		ext_level_delete(leaf, i);
-	} else if (lblk == x->lblk) {
-		x->lblk = t;
-		x->pblk += fcnt;
-		x->len -= fcnt;
-	} else if (t == xend) {
-		x->len = (uint32_t)(lblk - x->lblk);
-	} else {
-		union ext_entry r = { .ext = {
-			.lblk = t, .pblk = x->pblk + (t - x->lblk),
-			.len = (uint32_t)(xend - t), .flags = x->flags } };
-
-		x->len = (uint32_t)(lblk - x->lblk);
-		ext_level_insert(leaf, i + 1, &r);
-	}
-	leaf->dirty = true;
-	err = ext_commit(h, p, -(int64_t)fcnt);
-	ext_path_free(p);
-	if (!err)
-		err = mqfs_free_blocks(h, fpblk, fcnt);
-	*next = t;
-	return err;
-}
-
-int mqfs_extent_remove(struct mqfs_handle *h, struct mqfs_ino *ip,
-		       uint64_t lblk, uint64_t len)
-{
-	uint64_t end = lblk >= EXT_END || len > EXT_END - lblk ?
-		       EXT_END : lblk + len;
-	int err = 0;
-
-	while (lblk < end) {
-		struct ext_found f;
-
-		err = ext_find(h->fs, ip, lblk, &f);
-		if (err)
-			return err;
-		if (!f.mapped) {
-			if (f.next >= end)
-				break;
-			lblk = f.next;
-			continue;
-		}
-		err = ext_remove_one(h, ip, lblk, end, &lblk);
-		if (err)
-			return err;
-	}
-	return ext_shrink(h, ip);
-}
-
-/* Split the unwritten extent holding @lblk: [lblk, end) becomes written. */
-static int ext_written_one(struct mqfs_handle *h, struct mqfs_ino *ip,
-			   uint64_t lblk, uint64_t end, uint64_t *next)
-{
-	union ext_entry piece[3];
-	struct ext_level *leaf;
-	struct mqfs_extent x;
-	struct ext_path *p;
-	unsigned i, n = 0, mid;
-	uint64_t t;
-	int err = ext_path_at(h->fs, ip, lblk, &p, &i);
-
-	if (err)
-		return err;
-	leaf = &p->lv[p->nlev - 1];
-	x = leaf->e[i].ext;
-	t = MQ_MIN(end, ext_end(&x));
-	if (lblk > x.lblk)
-		piece[n++].ext = (struct mqfs_extent){
-			x.lblk, x.pblk, (uint32_t)(lblk - x.lblk), x.flags };
-	mid = n;
-	piece[n++].ext = (struct mqfs_extent){
-		lblk, x.pblk + (lblk - x.lblk), (uint32_t)(t - lblk),
-		x.flags & ~(uint32_t)MQFS_EXT_UNWRITTEN };
-	if (t < ext_end(&x))
-		piece[n++].ext = (struct mqfs_extent){
-			t, x.pblk + (t - x.lblk), (uint32_t)(ext_end(&x) - t),
-			x.flags };
-	ext_level_delete(leaf, i);
-	for (unsigned j = 0; j < n; j++)
-		ext_level_insert(leaf, i + j, &piece[j]);
-	leaf->ins = (int)ext_leaf_merge(leaf, i + mid);
-	err = ext_commit(h, p, 0);
-	ext_path_free(p);
-	*next = t;
-	return err;
-}
-
-int mqfs_extent_mark_written(struct mqfs_handle *h, struct mqfs_ino *ip,
-			     uint64_t lblk, uint32_t len)
-{
-	uint64_t end = lblk >= EXT_END ? lblk : MQ_MIN(lblk + len, EXT_END);
-
-	while (lblk < end) {
-		struct ext_found f;
-		int err = ext_find(h->fs, ip, lblk, &f);
-
-		if (err)
-			return err;
-		if (!f.mapped) {
-			if (f.next >= end)
-				break;
-			lblk = f.next;
-		} else if (!(f.ext.flags & MQFS_EXT_UNWRITTEN)) {
-			lblk = ext_end(&f.ext);
-		} else {
-			err = ext_written_one(h, ip, lblk, end, &lblk);
-			if (err)
-				return err;
-		}
-	}
-	return ext_shrink(h, ip);
-}
-
-/*
- * One insert or remove of a single extent, at the deepest tree allowed:
- * the path's blocks and the inode's table block; a split at every level
- * plus root growth (each new block with the allocator's buffers); the
- * data run freed; nodes emptied or pulled up into the root freed.
- */
-unsigned mqfs_extent_credits(struct mqfs_fs *fs)
-{
-	unsigned path = EXT_MAX_DEPTH + 1;
-	unsigned grow = (EXT_MAX_DEPTH + 1) * (1 + EXT_ALLOC_CREDITS);
-	unsigned drop = EXT_MAX_DEPTH * EXT_ALLOC_CREDITS;
-
-	(void)fs;
-	return path + grow + drop + EXT_ALLOC_CREDITS;
 }
