@@ -10,6 +10,9 @@ include %reldir%/load/local.mk
 noinst_LIBRARIES += libmqfs.a
 libmqfs_a_SOURCES = \
 	%reldir%/fs/fs_i.h \
+	%reldir%/fs/acl_i.h \
+	%reldir%/fs/acl.c \
+	%reldir%/fs/acl_fs.c \
 	%reldir%/fs/alloc.c \
 	%reldir%/fs/attr.c \
 	%reldir%/fs/bio.c \

@@ -152,7 +152,7 @@ START_TEST(test_decode_ring)
 {
 	struct fuse_write_in w = { .fh = 7, .offset = 4096, .size = 100 };
 	struct fuse_rename2_in rn = { .newdir = 9 };
-	uint32_t sx[2] = { 5, 0 };
+	uint32_t sx[4] = { 5, 0, 0, 0 };	/* fuse_setxattr_in, 7.33 */
 	struct fuse_read_in rd = { .size = 4096 };
 	char data[100], names[] = "old\0new", xattr[] = "user.x\0value";
 	struct mqfs_fuse_msg m;
@@ -221,7 +221,8 @@ START_TEST(test_decode_layouts)
 	struct fuse_batch_forget_in bf = { .count = 3 };
 	struct fuse_forget_one one[3] = { { 5, 1 }, { 6, 2 }, { 7, 3 } };
 	struct fuse_rename2_in rn = { .newdir = 9, .flags = 1 };
-	uint32_t sx[2] = { 5, 0 };		/* setxattr: size, flags */
+	/* setxattr (FUSE_SETXATTR_EXT): size, flags, setxattr_flags, pad */
+	uint32_t sx[4] = { 5, 0, 0, 0 };
 	uint32_t init[4] = { 7, 31, 65536, 0 };
 	struct mqfs_fuse_msg m;
 	struct msg b;
