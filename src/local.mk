@@ -29,6 +29,7 @@ libmqfs_a_SOURCES = \
 	%reldir%/fs/fsck_ag.c \
 	%reldir%/fs/fsck_dir.c \
 	%reldir%/fs/fsck_i.h \
+	%reldir%/fs/fsck_acl.c \
 	%reldir%/fs/fsck_inode.c \
 	%reldir%/fs/fsck_io.c \
 	%reldir%/fs/fsck_repair.c \

@@ -710,6 +710,11 @@ int mqfs_xattr_inherit(struct mqfs_handle *h, struct mqfs_ino *dir,
 		       struct mqfs_ino *ip);
 /* Why the (sealed) xattr block @data is unusable, or NULL; fsck too. */
 const char *mqfs_xattr_why_bad(const void *data);
+/* In a valid block's bytes (fsck): the entry of @name, or -ENODATA. */
+int mqfs_xattr_lookup(void *data, const char *name, const void **value,
+		      size_t *size);
+/* Remove the entry at @off; the entries left. */
+unsigned mqfs_xattr_cut(void *data, unsigned off);
 /*
  * One attribute of @ip by its full @name (@len bytes), ip->lock held
  * (exclusively to change it): for the ACLs of acl_fs.c.

@@ -188,6 +188,28 @@ static void xa_delete(void *data, unsigned off)
 	memset((char *)xa_ent(data, xh->used), 0, elen);
 }
 
+/* The value of @name in the (valid) block @data: its entry's offset. */
+int mqfs_xattr_lookup(void *data, const char *name, const void **value,
+		      size_t *size)
+{
+	int off = xa_find(data, name, strlen(name));
+	const struct xa_ent *e;
+
+	if (off < 0)
+		return off;
+	e = xa_ent(data, (unsigned)off);
+	*value = e->name + e->name_len;
+	*size = e->value_len;
+	return off;
+}
+
+/* Remove the entry at @off of @data (fsck: the daemon has its own path). */
+unsigned mqfs_xattr_cut(void *data, unsigned off)
+{
+	xa_delete(data, off);
+	return xa_hdr(data)->count;
+}
+
 /* ---- set --------------------------------------------------------------- */
 
 static int xa_new_block(struct mqfs_handle *h, struct mqfs_ino *ip,
