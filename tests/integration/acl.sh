@@ -6,7 +6,7 @@
 # in and kept out by a named entry; a default ACL inherited by files
 # and directories (the umask not applied then, applied otherwise);
 # `cp -a` of a tree keeps its modes and adds no ACLs; a `tar --acls`
-# round trip; an invalid value refused (EINVAL) and another user's
+# round trip (and `rsync -aA` when rsync is installed); an invalid value refused (EINVAL) and another user's
 # setfacl refused (EPERM); S_ISGID dropped where the kernel would;
 # -o noacl refusing ACLs (EOPNOTSUPP); fsck clean after it all.
 . "$(dirname "$0")/lib.sh"
@@ -149,6 +149,15 @@ getfacl -cp "$m/copy/one" | grep -q '^user:nobody:r--' ||
 getfacl -cpd "$m/copy/b" | grep -q '^user:nobody:r-x' ||
 	t_fail "tar --acls lost the default ACL"
 expect_mode "$m/copy/one" 640 "tar --acls: file mode"
+# rsync -A, where rsync is installed (it is optional).
+if command -v rsync >/dev/null; then
+	rsync -aA "$m/copy/" "$m/rcopy/" </dev/null || t_fail "rsync -aA"
+	getfacl -cp "$m/rcopy/one" | grep -q '^user:nobody:r--' ||
+		t_fail "rsync -A lost the access ACL"
+	getfacl -cpd "$m/rcopy/b" | grep -q '^user:nobody:r-x' ||
+		t_fail "rsync -A lost the default ACL"
+	has_acl "$m/rcopy/b/two" && t_fail "rsync -A added an ACL to b/two"
+fi
 t_umount
 
 # What was set is still there after a remount, and fsck finds it sound.
