@@ -96,6 +96,8 @@ int mqfs_acl_set_locked(struct mqfs_handle *h, struct mqfs_ino *ip, int type,
 	mode_t perm;
 	int err;
 
+	if (S_ISLNK(ip->d.mode))
+		return -EOPNOTSUPP;	/* as the VFS: no ACLs on symlinks */
 	if (type == MQFS_ACL_TYPE_DEFAULT)
 		return S_ISDIR(ip->d.mode) ?
 		       acl_store_locked(h, ip, type, value, size) : -EACCES;

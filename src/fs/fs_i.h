@@ -738,7 +738,8 @@ int mqfs_acl_check(struct mqfs_fs *fs, int type, const void *value,
  * Set ACL @type on @ip (locked exclusively) in @h: an access ACL sets
  * the mode's permission bits and is stored only when it says more than
  * the mode (else removed); MQFS_XATTR_ACL_KILL_SGID in @flags drops
- * S_ISGID.  A default ACL only on a directory (EACCES).
+ * S_ISGID.  A default ACL only on a directory (EACCES), none on a
+ * symlink (EOPNOTSUPP).
  */
 int mqfs_acl_set_locked(struct mqfs_handle *h, struct mqfs_ino *ip, int type,
 			const void *value, size_t size, int flags);

@@ -189,6 +189,7 @@ START_TEST(test_acl_setxattr_mode)
 {
 	struct stat a = { .st_mode = 0600 }, st;
 	char b[256], got[256];
+	struct mqfs_entry e;
 	struct t_fs t;
 	uint64_t f;
 	size_t n;
@@ -226,6 +227,10 @@ START_TEST(test_acl_setxattr_mode)
 				       n - 2, 0), -EINVAL);
 	ck_assert_int_eq(mqfs_setxattr(t.fs, f, MQFS_ACL_DEFAULT_XATTR, b, n,
 				       0), -EACCES);
+	ck_assert_int_eq(mqfs_symlink(t.fs, TA_ROOT, "l", "f", 0, 0, &e), 0);
+	mqfs_forget(t.fs, e.ino, 1);
+	ck_assert_int_eq(mqfs_setxattr(t.fs, e.ino, MQFS_ACL_ACCESS_XATTR, b,
+				       n, 0), -EOPNOTSUPP);
 	t_fs_destroy(&t);
 }
 END_TEST
