@@ -229,8 +229,9 @@ static void op_readlink(struct mqfs_req *r)
 }
 
 /*
- * Owner of a new inode: the caller's ids, with BSD group semantics in a setgid directory (the group of the
- * directory, and new directories stay setgid).
+ * Owner of a new inode: the caller's ids, with BSD group semantics in a
+ * setgid directory (the group of the directory, and new directories stay
+ * setgid).
  */
 static int new_owner(struct mqfs_req *r, uint64_t parent, mode_t *mode,
 		     uid_t *uid, gid_t *gid)

@@ -746,6 +746,13 @@ START_TEST(test_options)
 	ck_assert_uint_eq(cfg.uring_spill, 0);
 	ck_assert_int_eq(cfg.uring_pin, MQFS_RING_PIN_AUTO);
 	ck_assert_int_eq(cfg.uring_doorbell, MQFS_RING_DOORBELL_AUTO);
+	ck_assert(!cfg.mount.noacl);		/* ACLs on by default */
+	mqfs_config_free(&cfg);
+	ck_assert_int_eq(t_parse("noacl", &cfg), 0);
+	ck_assert(cfg.mount.noacl);
+	mqfs_config_free(&cfg);
+	ck_assert_int_eq(t_parse("noacl,acl", &cfg), 0);	/* the last wins */
+	ck_assert(!cfg.mount.noacl);
 	mqfs_config_free(&cfg);
 	t_parse_each("uring_doorbell", mqfs_ring_doorbell_names,
 		     MQFS_RING_DOORBELL_NR,
