@@ -33,11 +33,21 @@ static const char *const acl_names[] = {
 	[MQFS_ACL_TYPE_DEFAULT] = MQFS_ACL_DEFAULT_XATTR,
 };
 
+bool mqfs_acl_hidden(struct mqfs_fs *fs, const char *name, size_t len)
+{
+	if (!fs->opts.noacl)
+		return false;
+	for (int type = MQFS_ACL_TYPE_ACCESS; type <= MQFS_ACL_TYPE_DEFAULT;
+	     type++)
+		if (strlen(acl_names[type]) == len &&
+		    !memcmp(acl_names[type], name, len))
+			return true;
+	return false;
+}
+
 int mqfs_acl_refused(struct mqfs_fs *fs, const char *name)
 {
-	if (fs->opts.noacl && mqfs_acl_type(name) != MQFS_ACL_TYPE_NONE)
-		return -EOPNOTSUPP;
-	return 0;
+	return mqfs_acl_hidden(fs, name, strlen(name)) ? -EOPNOTSUPP : 0;
 }
 
 int mqfs_acl_check(struct mqfs_fs *fs, int type, const void *value,

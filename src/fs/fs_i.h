@@ -731,6 +731,8 @@ int mqfs_xattr_remove_locked(struct mqfs_handle *h, struct mqfs_ino *ip,
 /* ---- POSIX ACLs (acl_fs.c; the values: acl.c, acl_i.h) ------------------- */
 /* @name is an ACL this mount refuses (noacl): EOPNOTSUPP, else 0. */
 int mqfs_acl_refused(struct mqfs_fs *fs, const char *name);
+/* The same for a name of @len bytes: listxattr leaves it out, as ext4. */
+bool mqfs_acl_hidden(struct mqfs_fs *fs, const char *name, size_t len);
 /* Before a set: refused, or a value that is not a valid ACL (EINVAL). */
 int mqfs_acl_check(struct mqfs_fs *fs, int type, const void *value,
 		   size_t size);

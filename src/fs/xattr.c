@@ -624,6 +624,8 @@ static ssize_t xa_list_locked(struct mqfs_fs *fs, struct mqfs_ino *ip,
 	     off += xa_len(xa_ent(b->data, off))) {
 		const struct xa_ent *e = xa_ent(b->data, off);
 
+		if (mqfs_acl_hidden(fs, e->name, e->name_len))
+			continue;
 		if (size && total + e->name_len + 1 > size) {
 			xa_release(b);
 			return -ERANGE;

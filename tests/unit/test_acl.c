@@ -274,17 +274,24 @@ END_TEST
 
 START_TEST(test_acl_noacl)
 {
-	char b[64];
+	char b[128];
 	struct t_fs t;
 	uint64_t f;
 	size_t n;
 
 	t_fs_make(&t, 32 * T_FS_MIB);
+	f = ta_mk(&t, TA_ROOT, "f", S_IFREG | 0644, 0);
+	n = TA_ACL(b, { MQFS_ACL_USER_OBJ, 7, TA_X }, { MQFS_ACL_USER, 4, 7 },
+		   { MQFS_ACL_GROUP_OBJ, 5, TA_X }, { MQFS_ACL_MASK, 5, TA_X },
+		   { MQFS_ACL_OTHER, 1, TA_X });
+	ck_assert_int_eq(mqfs_setxattr(t.fs, f, MQFS_ACL_ACCESS_XATTR, b, n,
+				       0), 0);
+	ck_assert_int_eq(mqfs_listxattr(t.fs, f, NULL, 0),
+			 (ssize_t)sizeof(MQFS_ACL_ACCESS_XATTR));
+	/* A noacl mount neither serves nor lists an ACL stored before. */
 	t.mount.noacl = true;
 	t_fs_remount(&t);
-	f = ta_mk(&t, TA_ROOT, "f", S_IFREG | 0644, 0);
-	n = TA_ACL(b, { MQFS_ACL_USER_OBJ, 7, TA_X },
-		   { MQFS_ACL_GROUP_OBJ, 5, TA_X }, { MQFS_ACL_OTHER, 1, TA_X });
+	ck_assert_int_eq(mqfs_listxattr(t.fs, f, NULL, 0), 0);
 	ck_assert_int_eq(mqfs_setxattr(t.fs, f, MQFS_ACL_ACCESS_XATTR, b, n,
 				       0), -EOPNOTSUPP);
 	ck_assert_int_eq(mqfs_getxattr(t.fs, f, MQFS_ACL_ACCESS_XATTR, NULL,
