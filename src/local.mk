@@ -10,6 +10,9 @@ include %reldir%/load/local.mk
 noinst_LIBRARIES += libmqfs.a
 libmqfs_a_SOURCES = \
 	%reldir%/fs/fs_i.h \
+	%reldir%/fs/acl_i.h \
+	%reldir%/fs/acl.c \
+	%reldir%/fs/acl_fs.c \
 	%reldir%/fs/alloc.c \
 	%reldir%/fs/array.c \
 	%reldir%/fs/attr.c \
@@ -29,6 +32,7 @@ libmqfs_a_SOURCES = \
 	%reldir%/fs/fsck_ag.c \
 	%reldir%/fs/fsck_dir.c \
 	%reldir%/fs/fsck_i.h \
+	%reldir%/fs/fsck_acl.c \
 	%reldir%/fs/fsck_inode.c \
 	%reldir%/fs/fsck_io.c \
 	%reldir%/fs/fsck_repair.c \

@@ -69,6 +69,8 @@ struct mqfs_mount_opts {
 	 */
 	void (*await_forgets)(void *arg);
 	void *await_forgets_arg;
+	/* Refuse POSIX ACLs (EOPNOTSUPP) and inherit none: -o noacl. */
+	bool noacl;
 };
 
 /*
@@ -124,6 +126,14 @@ int mqfs_setattr(struct mqfs_fs *fs, uint64_t ino, const struct stat *attr,
 int mqfs_mknod(struct mqfs_fs *fs, uint64_t parent, const char *name,
 	       mode_t mode, dev_t rdev, uid_t uid, gid_t gid,
 	       struct mqfs_entry *e);
+/*
+ * The same with the caller's @umask, applied unless @parent has a
+ * default ACL, which the new inode then inherits instead (its access ACL
+ * limited to @mode; a directory takes the default ACL too).
+ */
+int mqfs_mknod_umask(struct mqfs_fs *fs, uint64_t parent, const char *name,
+		     mode_t mode, mode_t umask, dev_t rdev, uid_t uid,
+		     gid_t gid, struct mqfs_entry *e);
 int mqfs_symlink(struct mqfs_fs *fs, uint64_t parent, const char *name,
 		 const char *target, uid_t uid, gid_t gid,
 		 struct mqfs_entry *e);
@@ -291,7 +301,16 @@ void mqfs_get_wback_stats(struct mqfs_fs *fs, struct mqfs_wback_stats *out);
 /* Commit the running transaction and flush the device. */
 int mqfs_sync(struct mqfs_fs *fs);
 
-/* Extended attributes; get/list with @size 0 return the size needed. */
+/*
+ * Extended attributes; get/list with @size 0 return the size needed.
+ * setxattr's @flags: XATTR_CREATE, XATTR_REPLACE, and for an access ACL
+ * MQFS_XATTR_ACL_KILL_SGID (the caller is not in the file's group and
+ * lacks CAP_FSETID: S_ISGID goes, as the kernel's posix_acl_update_mode
+ * drops it).  The ACL xattrs (system.posix_acl_access, _default) are
+ * POSIX ACLs: checked, folded into the mode, inherited; with the mount's
+ * noacl they are refused (EOPNOTSUPP).
+ */
+#define MQFS_XATTR_ACL_KILL_SGID	0x10000
 int mqfs_setxattr(struct mqfs_fs *fs, uint64_t ino, const char *name,
 		  const void *value, size_t size, int flags);
 ssize_t mqfs_getxattr(struct mqfs_fs *fs, uint64_t ino, const char *name,

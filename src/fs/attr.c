@@ -105,13 +105,19 @@ static void attr_apply(struct mqfs_ino *ip, const struct stat *a,
 static int attr_write(struct mqfs_fs *fs, struct mqfs_ino *ip,
 		      const struct stat *a, unsigned to_set, bool size_changed)
 {
+	bool chmod = to_set & MQFS_SET_MODE;
 	struct mqfs_handle h;
-	int err = mqfs_trans_start(fs, MQFS_CREDITS_INODE, &h);
+	int err = mqfs_trans_start(fs, MQFS_CREDITS_INODE +
+				   (chmod ? MQFS_ACL_CHMOD_CREDITS : 0), &h);
 
 	if (err)
 		return err;
 	attr_apply(ip, a, to_set, size_changed);
-	return mqfs_trans_finish(&h, mqfs_inode_dirty(&h, ip));
+	/* The access ACL's base entries follow the mode, in one commit. */
+	err = chmod ? mqfs_acl_chmod_locked(&h, ip) : 0;
+	if (!err)
+		err = mqfs_inode_dirty(&h, ip);
+	return mqfs_trans_finish(&h, err);
 }
 
 int mqfs_setattr(struct mqfs_fs *fs, uint64_t ino, const struct stat *attr,

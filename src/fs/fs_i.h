@@ -720,6 +720,51 @@ int mqfs_xattr_inherit(struct mqfs_handle *h, struct mqfs_ino *dir,
 		       struct mqfs_ino *ip);
 /* Why the (sealed) xattr block @data is unusable, or NULL; fsck too. */
 const char *mqfs_xattr_why_bad(const void *data);
+/* In a valid block's bytes (fsck): the entry of @name, or -ENODATA. */
+int mqfs_xattr_lookup(void *data, const char *name, const void **value,
+		      size_t *size);
+/* Remove the entry at @off; the entries left. */
+unsigned mqfs_xattr_cut(void *data, unsigned off);
+/*
+ * One attribute of @ip by its full @name (@len bytes), ip->lock held
+ * (exclusively to change it): for the ACLs of acl_fs.c.
+ */
+ssize_t mqfs_xattr_get_locked(struct mqfs_fs *fs, struct mqfs_ino *ip,
+			      const char *name, size_t len, void *value,
+			      size_t size);
+int mqfs_xattr_set_locked(struct mqfs_handle *h, struct mqfs_ino *ip,
+			  const char *name, size_t len, const void *value,
+			  size_t size, int flags);
+int mqfs_xattr_remove_locked(struct mqfs_handle *h, struct mqfs_ino *ip,
+			     const char *name, size_t len);
+
+/* ---- POSIX ACLs (acl_fs.c; the values: acl.c, acl_i.h) ------------------- */
+/* @name is an ACL this mount refuses (noacl): EOPNOTSUPP, else 0. */
+int mqfs_acl_refused(struct mqfs_fs *fs, const char *name);
+/* The same for a name of @len bytes: listxattr leaves it out, as ext4. */
+bool mqfs_acl_hidden(struct mqfs_fs *fs, const char *name, size_t len);
+/* Before a set: refused, or a value that is not a valid ACL (EINVAL). */
+int mqfs_acl_check(struct mqfs_fs *fs, int type, const void *value,
+		   size_t size);
+/*
+ * Set ACL @type on @ip (locked exclusively) in @h: an access ACL sets
+ * the mode's permission bits and is stored only when it says more than
+ * the mode (else removed); MQFS_XATTR_ACL_KILL_SGID in @flags drops
+ * S_ISGID.  A default ACL only on a directory (EACCES), none on a
+ * symlink (EOPNOTSUPP).
+ */
+int mqfs_acl_set_locked(struct mqfs_handle *h, struct mqfs_ino *ip, int type,
+			const void *value, size_t size, int flags);
+/* chmod: a stored access ACL takes the new mode's bits (one block). */
+#define MQFS_ACL_CHMOD_CREDITS		1u
+int mqfs_acl_chmod_locked(struct mqfs_handle *h, struct mqfs_ino *ip);
+/*
+ * A new inode @ip in @dir: @dir's default ACL, or else @umask, decides
+ * its mode; inherited ACLs are set in the creating handle (within
+ * MQFS_XATTR_INHERIT_CREDITS, the same block).  Both locked.
+ */
+int mqfs_acl_inherit(struct mqfs_handle *h, struct mqfs_ino *dir,
+		     struct mqfs_ino *ip, mode_t umask);
 
 /* ---- file data (file.c) ------------------------------------------------- */
 

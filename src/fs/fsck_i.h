@@ -7,6 +7,7 @@
  *                 and counts against them (pass 7)
  *   fsck_super.c  the superblock and its copies (pass 1)
  *   fsck_inode.c  inode tables and extent trees (pass 4), duplicates
+ *   fsck_acl.c    the POSIX ACLs of an inode's xattr block (pass 4)
  *   fsck_dir.c    directories, links, orphans (passes 5 and 6)
  *   fsck_repair.c changes that allocate or free: inodes, lost+found
  *
@@ -223,6 +224,16 @@ unsigned mqfs_fk_mode_dtype(uint16_t mode);
 int mqfs_fk_extent_iter(struct fsck *f, const struct mqfs_inode *d,
 			mqfs_extent_fn fn, void *ctx);
 struct fk_dir *mqfs_fk_dir_find(struct fsck *f, uint64_t ino);
+
+/* ---- fsck_acl.c -------------------------------------------------------- */
+
+/*
+ * The ACLs in inode @ino's valid xattr block @xblock: bad ones cut from
+ * it (*cut), the mode following the access ACL (*dirty).  Returns the
+ * entries the block has left.
+ */
+int mqfs_fk_check_acls(struct fsck *f, uint64_t ino, struct mqfs_inode *d,
+		       void *xblock, bool *dirty, bool *cut);
 
 /* ---- fsck_dir.c -------------------------------------------------------- */
 

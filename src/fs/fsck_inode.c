@@ -482,8 +482,27 @@ static void fk_check_special(struct fsck *f, uint64_t ino,
 }
 
 /*
+ * The ACLs of a valid xattr block (fsck_acl.c): the block rewritten
+ * when one was cut, dropped when nothing is left in it.
+ */
+static int fk_check_xattr_acls(struct fsck *f, uint64_t ino,
+			       struct mqfs_inode *d, uint8_t *buf, bool *dirty)
+{
+	bool cut;
+	int left = mqfs_fk_check_acls(f, ino, d, buf, dirty, &cut);
+
+	if (!cut)
+		return 0;
+	if (left)
+		return mqfs_fk_write(f, d->xattr_blk, buf, MQFS_T_XATTR);
+	d->xattr_blk = 0;
+	*dirty = true;
+	return 0;
+}
+
+/*
  * The xattr block: a valid MQFS_T_XATTR block nobody else claims, whose
- * entries pass the daemon's own rule (mqfs_xattr_why_bad).
+ * entries pass the daemon's own rule (mqfs_xattr_why_bad), and its ACLs.
  */
 static int fk_check_xattr(struct fsck *f, uint64_t ino, struct mqfs_inode *d,
 			  uint64_t *blocks, bool *dirty)
@@ -513,6 +532,9 @@ static int fk_check_xattr(struct fsck *f, uint64_t ino, struct mqfs_inode *d,
 		*dirty = true;
 		err = 0;
 	} else if (!err) {
+		err = fk_check_xattr_acls(f, ino, d, buf, dirty);
+	}
+	if (!err && d->xattr_blk) {	/* kept */
 		fk_set_used(f, d->xattr_blk, true);
 		(*blocks)++;
 	}

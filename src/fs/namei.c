@@ -186,6 +186,7 @@ int mqfs_lookup(struct mqfs_fs *fs, uint64_t parent, const char *name,
 /* What to create. */
 struct nm_new {
 	mode_t mode;
+	mode_t umask;			/* unless a default ACL decides */
 	dev_t rdev;
 	uid_t uid;
 	gid_t gid;
@@ -245,8 +246,10 @@ static int nm_symlink_block(struct mqfs_handle *h, struct mqfs_ino *ip,
 static int nm_init_inode(struct mqfs_handle *h, struct mqfs_ino *dp,
 			 struct mqfs_ino *ip, const struct nm_new *nw)
 {
-	int err = mqfs_xattr_inherit(h, dp, ip);
+	int err = mqfs_acl_inherit(h, dp, ip, nw->umask);
 
+	if (!err)
+		err = mqfs_xattr_inherit(h, dp, ip);
 	if (err)
 		return err;
 	ip->d.nlink = 1;
@@ -364,8 +367,15 @@ int mqfs_mknod(struct mqfs_fs *fs, uint64_t parent, const char *name,
 	       mode_t mode, dev_t rdev, uid_t uid, gid_t gid,
 	       struct mqfs_entry *e)
 {
-	struct nm_new nw = { .mode = mode, .rdev = rdev, .uid = uid,
-			     .gid = gid };
+	return mqfs_mknod_umask(fs, parent, name, mode, 0, rdev, uid, gid, e);
+}
+
+int mqfs_mknod_umask(struct mqfs_fs *fs, uint64_t parent, const char *name,
+		     mode_t mode, mode_t umask, dev_t rdev, uid_t uid,
+		     gid_t gid, struct mqfs_entry *e)
+{
+	struct nm_new nw = { .mode = mode, .umask = umask, .rdev = rdev,
+			     .uid = uid, .gid = gid };
 
 	if (!(mode & S_IFMT))
 		nw.mode |= S_IFREG;

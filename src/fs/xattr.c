@@ -17,18 +17,22 @@
  * MQFS_IOPRIO_XATTR (user.mqfs.ioprio) is the I/O priority policy, kept
  * the same way (ip->ioprio) and stored in its canonical form; who may
  * set rt is the front end's to check (it knows the caller).
+ * system.posix_acl_access and _default are POSIX ACLs: set and
+ * inherited through acl_fs.c, which keeps the mode in step.
  */
 #include <errno.h>
 #include <string.h>
 #include <sys/xattr.h>
 
 #include "mqfs/compiler.h"
+#include "acl_i.h"
 #include "fs_i.h"
 
 #define XA_BASE		(MQFS_HDR_SIZE + sizeof(struct mqfs_xattr_hdr))
 #define XA_ENT_LEN(nl, vl) \
 	((MQFS_XATTR_ENTRY_HDR + (nl) + (vl) + 3u) & ~3u)
 #define XA_CREDITS	5u	/* xattr block, inode, bitmap, AG header, sb */
+#define XA_CANON_SIZE	16u	/* a policy's value in canonical form */
 
 /* The packed entry of format.h; @name is followed by the value. */
 struct xa_ent {
@@ -184,6 +188,28 @@ static void xa_delete(void *data, unsigned off)
 	memset((char *)xa_ent(data, xh->used), 0, elen);
 }
 
+/* The value of @name in the (valid) block @data: its entry's offset. */
+int mqfs_xattr_lookup(void *data, const char *name, const void **value,
+		      size_t *size)
+{
+	int off = xa_find(data, name, strlen(name));
+	const struct xa_ent *e;
+
+	if (off < 0)
+		return off;
+	e = xa_ent(data, (unsigned)off);
+	*value = e->name + e->name_len;
+	*size = e->value_len;
+	return off;
+}
+
+/* Remove the entry at @off of @data (fsck: the daemon has its own path). */
+unsigned mqfs_xattr_cut(void *data, unsigned off)
+{
+	xa_delete(data, off);
+	return xa_hdr(data)->count;
+}
+
 /* ---- set --------------------------------------------------------------- */
 
 static int xa_new_block(struct mqfs_handle *h, struct mqfs_ino *ip,
@@ -215,7 +241,7 @@ static int xa_new_block(struct mqfs_handle *h, struct mqfs_ino *ip,
 	return 0;
 }
 
-static int xa_set_locked(struct mqfs_handle *h, struct mqfs_ino *ip,
+int mqfs_xattr_set_locked(struct mqfs_handle *h, struct mqfs_ino *ip,
 			 const char *name, size_t len, const void *value,
 			 size_t size, int flags)
 {
@@ -274,10 +300,6 @@ static enum mqfs_cache_mode xa_policy_parse(const char *value, size_t size)
 	return MQFS_CACHE_UNSET;
 }
 
-static ssize_t xa_get_locked(struct mqfs_fs *fs, struct mqfs_ino *ip,
-			     const char *name, size_t len, void *value,
-			     size_t size);
-
 enum mqfs_cache_mode mqfs_xattr_policy(struct mqfs_fs *fs,
 				       struct mqfs_ino *ip)
 {
@@ -289,7 +311,7 @@ enum mqfs_cache_mode mqfs_xattr_policy(struct mqfs_fs *fs,
 	if (cached)
 		return (enum mqfs_cache_mode)(cached - 1);
 	if (ip->d.xattr_blk)
-		n = xa_get_locked(fs, ip, MQFS_CACHE_XATTR,
+		n = mqfs_xattr_get_locked(fs, ip, MQFS_CACHE_XATTR,
 				  strlen(MQFS_CACHE_XATTR), v, sizeof(v));
 	if (n > 0)
 		m = xa_policy_parse(v, (size_t)n);
@@ -357,7 +379,7 @@ int mqfs_xattr_ioprio(struct mqfs_fs *fs, struct mqfs_ino *ip)
 	if (cached)
 		return cached - 1;
 	if (ip->d.xattr_blk)
-		n = xa_get_locked(fs, ip, MQFS_IOPRIO_XATTR,
+		n = mqfs_xattr_get_locked(fs, ip, MQFS_IOPRIO_XATTR,
 				  strlen(MQFS_IOPRIO_XATTR), v, sizeof(v));
 	if (n > 0)
 		p = mqfs_ioprio_parse(v, (size_t)n);
@@ -382,7 +404,7 @@ int mqfs_xattr_inherit(struct mqfs_handle *h, struct mqfs_ino *dir,
 		return 0;
 	m = mqfs_xattr_policy(h->fs, dir);
 	if (m != MQFS_CACHE_UNSET) {
-		err = xa_set_locked(h, ip, MQFS_CACHE_XATTR,
+		err = mqfs_xattr_set_locked(h, ip, MQFS_CACHE_XATTR,
 				    strlen(MQFS_CACHE_XATTR), xa_policies[m],
 				    strlen(xa_policies[m]), 0);
 		if (!err)
@@ -390,7 +412,7 @@ int mqfs_xattr_inherit(struct mqfs_handle *h, struct mqfs_ino *dir,
 	}
 	p = mqfs_xattr_ioprio(h->fs, dir);
 	if (!err && p) {
-		err = xa_set_locked(h, ip, MQFS_IOPRIO_XATTR,
+		err = mqfs_xattr_set_locked(h, ip, MQFS_IOPRIO_XATTR,
 				    strlen(MQFS_IOPRIO_XATTR), v,
 				    mqfs_ioprio_format(p, v, sizeof(v)), 0);
 		if (!err)
@@ -426,7 +448,8 @@ bool mqfs_xattr_has_caps(struct mqfs_fs *fs, struct mqfs_ino *ip)
 	}
 	if (cached)
 		return cached == XA_CAPS_SOME;
-	n = xa_get_locked(fs, ip, XA_CAPS_NAME, strlen(XA_CAPS_NAME), NULL, 0);
+	n = mqfs_xattr_get_locked(fs, ip, XA_CAPS_NAME, strlen(XA_CAPS_NAME),
+				  NULL, 0);
 	/* An I/O error is not an answer: ask again next time. */
 	if (n >= 0 || n == -ENODATA)
 		atomic_store(&ip->caps, n >= 0 ? XA_CAPS_SOME : XA_CAPS_NONE);
@@ -457,36 +480,49 @@ static int xa_done(struct mqfs_handle *h, struct mqfs_ino *ip, int err,
 
 /* ---- set ----------------------------------------------------------------- */
 
+/*
+ * What @name may hold: one of the policies' values (stored in canonical
+ * form, in @canon), a valid ACL for the ACL names, anything else.
+ */
+static int xa_check_value(struct mqfs_fs *fs, const char *name,
+			  const void **value, size_t *size, char *canon,
+			  enum mqfs_cache_mode *policy)
+{
+	int p;
+
+	if (xa_is_policy(name)) {
+		*policy = xa_policy_parse(*value, *size);
+		return *policy == MQFS_CACHE_UNSET ? -EINVAL : 0;
+	}
+	if (xa_is_ioprio(name)) {
+		/* Stored as mqfs writes it ("be" becomes "be:4"). */
+		p = mqfs_ioprio_parse(*value, *size);
+		if (p < 0)
+			return p;
+		*size = mqfs_ioprio_format(p, canon, XA_CANON_SIZE);
+		*value = canon;
+		return 0;
+	}
+	return mqfs_acl_check(fs, mqfs_acl_type(name), *value, *size);
+}
+
 /* *allocs: the attempt needed a new block (its ENOSPC may pass). */
 static int xa_set_once(struct mqfs_fs *fs, uint64_t ino, const char *name,
 		       const void *value, size_t size, int flags,
 		       bool *allocs)
 {
 	enum mqfs_cache_mode policy = MQFS_CACHE_UNSET;
+	int how = flags & ~MQFS_XATTR_ACL_KILL_SGID, acl = mqfs_acl_type(name);
 	struct mqfs_handle h;
 	struct mqfs_ino *ip;
-	char canon[16];
+	char canon[XA_CANON_SIZE];
 	size_t len;
 	int err = xa_check_name(name, &len);
 
-	if (!err && xa_is_policy(name)) {
-		policy = xa_policy_parse(value, size);
-		if (policy == MQFS_CACHE_UNSET)
-			err = -EINVAL;
-	}
-	if (!err && xa_is_ioprio(name)) {
-		/* Stored as mqfs writes it ("be" becomes "be:4"). */
-		int p = mqfs_ioprio_parse(value, size);
-
-		if (p < 0)
-			err = p;
-		else
-			size = mqfs_ioprio_format(p, canon, sizeof(canon));
-		value = canon;
-	}
-
-	if (!err && ((flags & ~(XATTR_CREATE | XATTR_REPLACE)) ||
-		     flags == (XATTR_CREATE | XATTR_REPLACE)))
+	if (!err)
+		err = xa_check_value(fs, name, &value, &size, canon, &policy);
+	if (!err && ((how & ~(XATTR_CREATE | XATTR_REPLACE)) ||
+		     how == (XATTR_CREATE | XATTR_REPLACE)))
 		err = -EINVAL;
 	if (!err && (size > MQFS_XATTR_SPACE ||
 		     XA_ENT_LEN(len, size) > MQFS_XATTR_SPACE))
@@ -501,7 +537,9 @@ static int xa_set_once(struct mqfs_fs *fs, uint64_t ino, const char *name,
 	*allocs = !ip->d.xattr_blk;
 	err = mqfs_trans_start(fs, XA_CREDITS, &h);
 	if (!err) {
-		err = xa_set_locked(&h, ip, name, len, value, size, flags);
+		err = acl ? mqfs_acl_set_locked(&h, ip, acl, value, size, flags)
+			  : mqfs_xattr_set_locked(&h, ip, name, len, value,
+						  size, how);
 		err = xa_done(&h, ip, err, name, false, policy);
 	}
 	pthread_rwlock_unlock(&ip->lock);
@@ -524,7 +562,7 @@ int mqfs_setxattr(struct mqfs_fs *fs, uint64_t ino, const char *name,
 
 /* ---- get and list ------------------------------------------------------ */
 
-static ssize_t xa_get_locked(struct mqfs_fs *fs, struct mqfs_ino *ip,
+ssize_t mqfs_xattr_get_locked(struct mqfs_fs *fs, struct mqfs_ino *ip,
 			     const char *name, size_t len, void *value,
 			     size_t size)
 {
@@ -559,11 +597,13 @@ ssize_t mqfs_getxattr(struct mqfs_fs *fs, uint64_t ino, const char *name,
 	int err = xa_check_name(name, &len);
 
 	if (!err)
+		err = mqfs_acl_refused(fs, name);
+	if (!err)
 		err = mqfs_iget(fs, ino, &ip);
 	if (err)
 		return err;
 	pthread_rwlock_rdlock(&ip->lock);
-	ret = xa_get_locked(fs, ip, name, len, value, size);
+	ret = mqfs_xattr_get_locked(fs, ip, name, len, value, size);
 	pthread_rwlock_unlock(&ip->lock);
 	mqfs_iput(fs, ip);
 	return ret;
@@ -584,6 +624,8 @@ static ssize_t xa_list_locked(struct mqfs_fs *fs, struct mqfs_ino *ip,
 	     off += xa_len(xa_ent(b->data, off))) {
 		const struct xa_ent *e = xa_ent(b->data, off);
 
+		if (mqfs_acl_hidden(fs, e->name, e->name_len))
+			continue;
 		if (size && total + e->name_len + 1 > size) {
 			xa_release(b);
 			return -ERANGE;
@@ -633,7 +675,7 @@ static int xa_free_block(struct mqfs_handle *h, struct mqfs_ino *ip)
 	return 0;
 }
 
-static int xa_remove_locked(struct mqfs_handle *h, struct mqfs_ino *ip,
+int mqfs_xattr_remove_locked(struct mqfs_handle *h, struct mqfs_ino *ip,
 			    const char *name, size_t len)
 {
 	struct mqfs_buf *b;
@@ -663,6 +705,8 @@ int mqfs_removexattr(struct mqfs_fs *fs, uint64_t ino, const char *name)
 	int err = xa_check_name(name, &len);
 
 	if (!err)
+		err = mqfs_acl_refused(fs, name);
+	if (!err)
 		err = mqfs_fs_writable(fs);
 	if (!err)
 		err = mqfs_iget(fs, ino, &ip);
@@ -671,7 +715,7 @@ int mqfs_removexattr(struct mqfs_fs *fs, uint64_t ino, const char *name)
 	pthread_rwlock_wrlock(&ip->lock);
 	err = ip->d.xattr_blk ? mqfs_trans_start(fs, XA_CREDITS, &h) : -ENODATA;
 	if (!err) {
-		err = xa_remove_locked(&h, ip, name, len);
+		err = mqfs_xattr_remove_locked(&h, ip, name, len);
 		err = xa_done(&h, ip, err, name, true, MQFS_CACHE_UNSET);
 	}
 	pthread_rwlock_unlock(&ip->lock);
@@ -695,7 +739,8 @@ int mqfs_xattr_kill_caps(struct mqfs_fs *fs, struct mqfs_ino *ip)
 	err = mqfs_trans_start(fs, XA_CREDITS, &h);
 	if (err)
 		return err;
-	err = xa_remove_locked(&h, ip, XA_CAPS_NAME, strlen(XA_CAPS_NAME));
+	err = mqfs_xattr_remove_locked(&h, ip, XA_CAPS_NAME,
+				       strlen(XA_CAPS_NAME));
 	if (err == -ENODATA)
 		err = 0;
 	return xa_done(&h, ip, err, XA_CAPS_NAME, true, MQFS_CACHE_UNSET);

@@ -52,8 +52,8 @@ static const struct dec_layout dec_layouts[MQFS_FUSE_OPCODE_MAX] = {
 	N(FUSE_STATFS, 0),
 	L(FUSE_RELEASE, fuse_release_in, 0),
 	L(FUSE_FSYNC, fuse_fsync_in, 0),
-	/* The 7.33 fields come only with FUSE_SETXATTR_EXT (not asked). */
-	[FUSE_SETXATTR] = { FUSE_COMPAT_SETXATTR_IN_SIZE, 1, DEC_SETXATTR,
+	/* With FUSE_SETXATTR_EXT, which INIT requires (init.c). */
+	[FUSE_SETXATTR] = { sizeof(struct fuse_setxattr_in), 1, DEC_SETXATTR,
 			    true },
 	L(FUSE_GETXATTR, fuse_getxattr_in, 1),
 	L(FUSE_LISTXATTR, fuse_getxattr_in, 0),

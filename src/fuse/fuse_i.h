@@ -683,6 +683,7 @@ struct mqfs_daemon {
 	struct mqfs_conn conn;
 	bool plug;			/* handlers run inside a plug */
 	enum mqfs_cache_mode cache;	/* the mount's; files may differ */
+	bool acl;			/* POSIX ACLs asked at INIT */
 	unsigned max_background;	/* asked for at INIT */
 	struct mqfs_bdi bdi;		/* the writeback limits */
 	struct mqfs_ioprio ioprio;	/* the callers' I/O priorities */

@@ -22,12 +22,17 @@
  * - OVER_IO_URING (7.42) when the rings are prepared (transport=auto or
  *   uring): the INIT reply grants it, then every ring registers
  *   (ring.c); from then on the requests come over the rings.
+ * - POSIX_ACL and DONT_MASK unless -o noacl: the kernel reads the ACLs
+ *   (GETXATTR system.posix_acl_*, cached) and checks access with them;
+ *   it then leaves the umask to mqfs (sent in the create requests),
+ *   which applies it unless a default ACL decides (src/fs/acl_fs.c).
+ * - SETXATTR_EXT, required (every kernel mqfs serves offers it): the
+ *   longer fuse_setxattr_in, whose setxattr_flags carry
+ *   SETXATTR_ACL_KILL_SGID (decode.c reads that layout only).
  * Left out: ATOMIC_O_TRUNC (O_TRUNC comes as a setattr), AUTO_INVAL_DATA
- * (only the kernel changes
- * the files), DONT_MASK (the kernel applies the umask: no ACLs here),
- * SPLICE_* (the handlers want memory), POSIX and FLOCK locks (the kernel
- * keeps them locally), SETXATTR_EXT, and everything needing a feature
- * mqfs lacks.
+ * (only the kernel changes the files), SPLICE_* (the handlers want
+ * memory), POSIX and FLOCK locks (the kernel keeps them locally), and
+ * everything needing a feature mqfs lacks.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -40,12 +45,14 @@ static uint64_t init_want(const struct mqfs_daemon *d)
 			FUSE_PARALLEL_DIROPS | FUSE_MAX_PAGES |
 			FUSE_DO_READDIRPLUS | FUSE_READDIRPLUS_AUTO |
 			FUSE_HANDLE_KILLPRIV_V2 | FUSE_INIT_EXT |
-			FUSE_DIRECT_IO_ALLOW_MMAP;
+			FUSE_DIRECT_IO_ALLOW_MMAP | FUSE_SETXATTR_EXT;
 
 	if (d->cache == MQFS_CACHE_KERNEL)
 		want |= FUSE_WRITEBACK_CACHE | FUSE_CACHE_SYMLINKS;
 	if (d->rings.prepared)
 		want |= FUSE_OVER_IO_URING;
+	if (d->acl)
+		want |= FUSE_POSIX_ACL | FUSE_DONT_MASK;
 	return want;
 }
 
@@ -138,6 +145,14 @@ void mqfs_fuse_init(struct mqfs_req *r)
 		return;
 	}
 	granted = init_want(d) & init_offered(r);
+	if (!(granted & FUSE_SETXATTR_EXT)) {
+		/* Every kernel of 7.33 on offers it; decode.c relies on it. */
+		fprintf(stderr, "mqfs: the kernel did not offer "
+			"FUSE_SETXATTR_EXT\n");
+		mqfs_reply_err(r, -EPROTO);
+		mqfs_engine_init_done(&d->eng, -EPROTO);
+		return;
+	}
 	*c = (struct mqfs_conn){
 		.minor = MQFS_FUSE_MINOR < in->minor ? MQFS_FUSE_MINOR
 						     : in->minor,

@@ -229,9 +229,9 @@ static void op_readlink(struct mqfs_req *r)
 }
 
 /*
- * Owner of a new inode: the caller's ids (the kernel applied the umask),
- * with BSD group semantics in a setgid directory (the group of the
- * directory, and new directories stay setgid).
+ * Owner of a new inode: the caller's ids, with BSD group semantics in a
+ * setgid directory (the group of the directory, and new directories stay
+ * setgid).
  */
 static int new_owner(struct mqfs_req *r, uint64_t parent, mode_t *mode,
 		     uid_t *uid, gid_t *gid)
@@ -251,8 +251,14 @@ static int new_owner(struct mqfs_req *r, uint64_t parent, mode_t *mode,
 	return 0;
 }
 
-static int make_node(struct mqfs_req *r, mode_t mode, dev_t rdev,
-		     struct mqfs_entry *e)
+/*
+ * The kernel sends the umask unapplied when ACLs are on (FUSE_DONT_MASK,
+ * init.c): the filesystem applies it unless a default ACL decides.  The
+ * kernel already dropped a requested S_ISGID the caller may not set in
+ * a setgid directory (vfs_prepare_mode's mode_strip_sgid).
+ */
+static int make_node(struct mqfs_req *r, mode_t mode, mode_t umask,
+		     dev_t rdev, struct mqfs_entry *e)
 {
 	uint64_t parent = req_ino(r);
 	const char *name = r->m.name[0];
@@ -264,7 +270,8 @@ static int make_node(struct mqfs_req *r, mode_t mode, dev_t rdev,
 		ret = new_owner(r, parent, &mode, &uid, &gid);
 	if (ret)
 		return ret;
-	return mqfs_mknod(r->d->fs, parent, name, mode, rdev, uid, gid, e);
+	return mqfs_mknod_umask(r->d->fs, parent, name, mode, umask & 0777,
+				rdev, uid, gid, e);
 }
 
 static void op_mknod(struct mqfs_req *r)
@@ -272,7 +279,7 @@ static void op_mknod(struct mqfs_req *r)
 	const struct fuse_mknod_in *in = req_arg(r);
 	struct mqfs_entry e;
 
-	reply_entry(r, make_node(r, in->mode, in->rdev, &e), &e);
+	reply_entry(r, make_node(r, in->mode, in->umask, in->rdev, &e), &e);
 }
 
 static void op_mkdir(struct mqfs_req *r)
@@ -280,7 +287,8 @@ static void op_mkdir(struct mqfs_req *r)
 	const struct fuse_mkdir_in *in = req_arg(r);
 	struct mqfs_entry e;
 
-	reply_entry(r, make_node(r, S_IFDIR | (in->mode & 07777), 0, &e), &e);
+	reply_entry(r, make_node(r, S_IFDIR | (in->mode & 07777), in->umask, 0,
+				 &e), &e);
 }
 
 static void op_symlink(struct mqfs_req *r)
@@ -455,7 +463,7 @@ static void op_create(struct mqfs_req *r)
 	uint32_t fopen;
 	int ret;
 
-	ret = make_node(r, S_IFREG | (in->mode & 07777), 0, &e);
+	ret = make_node(r, S_IFREG | (in->mode & 07777), in->umask, 0, &e);
 	if (!ret) {
 		ret = mqfs_open(d->fs, e.ino, open_flags(d, (int)in->flags), &f);
 		if (ret)
@@ -768,11 +776,14 @@ static int setxattr_may(struct mqfs_req *r)
 static void op_setxattr(struct mqfs_req *r)
 {
 	const struct fuse_setxattr_in *in = req_arg(r);
-	int err = setxattr_may(r);
+	int flags = (int)in->flags, err = setxattr_may(r);
 
+	/* Setting an access ACL drops S_ISGID where the kernel says so. */
+	if (in->setxattr_flags & FUSE_SETXATTR_ACL_KILL_SGID)
+		flags |= MQFS_XATTR_ACL_KILL_SGID;
 	if (!err)
 		err = mqfs_setxattr(r->d->fs, req_ino(r), r->m.name[0],
-				    r->m.data, r->m.data_len, (int)in->flags);
+				    r->m.data, r->m.data_len, flags);
 	mqfs_reply_err(r, err);
 }
 
@@ -991,6 +1002,7 @@ void mqfs_daemon_init(struct mqfs_daemon *d, const struct mqfs_config *cfg)
 
 	*d = (struct mqfs_daemon){
 		.plug = cfg->plug, .cache = cfg->cache,
+		.acl = !cfg->mount.noacl,
 		/* Enough background reads and writebacks to fill the queue. */
 		.max_background = qd < 16 ? 16 : qd > 1024 ? 1024 : qd,
 	};

@@ -45,11 +45,11 @@ struct opts_raw {
 	char *uring_pin_to, *driver;
 	char *uring_doorbell;
 	char *tunables[MQFS_MAX_TUNABLES];
-	int sqpoll, uring_pin, ro, fsname;
+	int sqpoll, uring_pin, ro, fsname, noacl;
 	char *device;
 };
 
-enum { KEY_RO, KEY_FSNAME };
+enum { KEY_RO, KEY_FSNAME, KEY_ACL, KEY_NOACL };
 
 #define RAW(t, f)	{ t, offsetof(struct opts_raw, f), 1 }
 
@@ -80,6 +80,9 @@ static const struct fuse_opt raw_opts[] = {
 	/* Kept for the kernel too: the mount itself is read-only. */
 	FUSE_OPT_KEY("ro", KEY_RO),
 	FUSE_OPT_KEY("fsname=", KEY_FSNAME),
+	/* POSIX ACLs, on unless refused; the last one given wins. */
+	FUSE_OPT_KEY("acl", KEY_ACL),
+	FUSE_OPT_KEY("noacl", KEY_NOACL),
 	/* mount(8) options that mount.fuse3 may pass and libfuse refuses. */
 	FUSE_OPT_KEY("defaults", FUSE_OPT_KEY_DISCARD),
 	FUSE_OPT_KEY("auto", FUSE_OPT_KEY_DISCARD),
@@ -134,6 +137,10 @@ static int raw_proc(void *data, const char *arg, int key,
 	case KEY_FSNAME:
 		raw->fsname = 1;
 		return 1;
+	case KEY_ACL:
+	case KEY_NOACL:
+		raw->noacl = key == KEY_NOACL;
+		return 0;	/* ours: the kernel learns it at INIT */
 	case FUSE_OPT_KEY_NONOPT:
 		if (raw->device)
 			return 1;	/* the mount point: fuse_parse_cmdline's */
@@ -405,6 +412,7 @@ static int check_fs(const struct opts_raw *raw, struct mqfs_config *cfg)
 	bad += !!opt_uint("commit", raw->commit, 0, 86400, &commit);
 	cfg->mount.commit_interval_ms = commit * 1000;
 	cfg->mount.readonly = raw->ro;
+	cfg->mount.noacl = raw->noacl;
 	return bad;
 }
 
@@ -463,6 +471,8 @@ static void usage(FILE *f)
 "                               user.mqfs.cache xattr overrides it\n"
 "  -o dontcache_dirty=SIZE      write-behind memory bound, K/M/G [64M]\n"
 "  -o ro                        read-only mount [off]\n"
+"  -o acl|noacl                 POSIX ACLs (setfacl, default ACLs), or\n"
+"                               refuse them (EOPNOTSUPP) [acl]\n"
 "  -o errors=remount-ro|continue  on metadata corruption [remount-ro]\n"
 "  -o meta_cache=SIZE           metadata buffer cache, K/M/G [32M]\n"
 "  -o commit=SECONDS            journal commit interval [5]\n"

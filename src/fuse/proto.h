@@ -83,9 +83,10 @@ _Static_assert(sizeof(struct fuse_attr_out) == 104, "fuse_attr_out");
 _Static_assert(sizeof(struct fuse_open_out) == 16, "fuse_open_out");
 _Static_assert(sizeof(struct fuse_dirent) == 24, "fuse_dirent");
 _Static_assert(sizeof(struct fuse_direntplus) == 152, "fuse_direntplus");
-/* Without FUSE_SETXATTR_EXT (not asked for) SETXATTR has the old 8 bytes. */
-_Static_assert(FUSE_COMPAT_SETXATTR_IN_SIZE == 8 &&
-	       offsetof(struct fuse_setxattr_in, flags) == 4, "setxattr_in");
+/* With FUSE_SETXATTR_EXT (always asked) SETXATTR has the 7.33 16 bytes. */
+_Static_assert(sizeof(struct fuse_setxattr_in) == 16 &&
+	       offsetof(struct fuse_setxattr_in, setxattr_flags) == 8,
+	       "setxattr_in");
 _Static_assert(sizeof(struct fuse_statfs_out) == 80, "fuse_statfs_out");
 
 /*

@@ -6,7 +6,8 @@
  * The first byte of an input chooses what the rest is:
  *   0: a block for the parsers: the superblock rules (and its copies'
  *      places), the journal-copy rule, an inode table block's records,
- *      a directory block's entries, an xattr block.  Sealed first when
+ *      a directory block's entries, an xattr block and the POSIX ACLs
+ *      in it, and the bytes as one ACL value.  Sealed first when
  *      the second byte is odd, so that the checksum lets the meaning
  *      through (the damage a checksum cannot see).
  *   1: damage to a small populated image: records of (block, offset,
@@ -28,6 +29,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "acl_i.h"
 #include "fs_i.h"
 #include "mqfs/mq_dev.h"
 #include "../unit/t_fsio.h"
@@ -47,6 +49,42 @@ static int fz_mkdev(struct mq_queue **q)
 }
 
 /* ---- the parsers --------------------------------------------------------- */
+
+/*
+ * An ACL value through the rules of acl.c; chmod and create change only
+ * permissions, so what was valid must stay valid.
+ */
+static void fz_acl(const void *data, size_t size)
+{
+	static uint8_t v[MQFS_ACL_SIZE(MQFS_ACL_MAX_ENTRIES)];
+	mode_t mode = S_IFREG | 0777, perm;
+	size_t n = MQ_MIN(size, sizeof(v));
+
+	memcpy(v, data, n);
+	if (mqfs_acl_valid(v, n))
+		return;
+	(void)mqfs_acl_equiv_mode(v, n, &perm);
+	(void)mqfs_acl_matches_mode(v, n, mode);
+	mqfs_acl_chmod(v, n, 0751);
+	(void)mqfs_acl_create(v, n, &mode);
+	if (mqfs_acl_valid(v, n) || (mode & ~(mode_t)0777) != S_IFREG)
+		abort();
+}
+
+/* The ACLs of a valid xattr block. */
+static void fz_xattr_acls(uint8_t *blk)
+{
+	static const char *const names[] = { MQFS_ACL_ACCESS_XATTR,
+					     MQFS_ACL_DEFAULT_XATTR };
+	const void *v;
+	size_t n;
+
+	if (mqfs_xattr_why_bad(blk))
+		return;
+	for (unsigned i = 0; i < MQ_ARRAY_SIZE(names); i++)
+		if (mqfs_xattr_lookup(blk, names[i], &v, &n) >= 0)
+			fz_acl(v, n);
+}
 
 static void fz_parsers(const uint8_t *data, size_t size)
 {
@@ -75,7 +113,9 @@ static void fz_parsers(const uint8_t *data, size_t size)
 	for (unsigned i = 0; i < MQFS_INODES_PER_BLOCK; i++)
 		(void)mqfs_inode_why_bad((const void *)(blk +
 					 mqfs_itable_offset(i)));
-	(void)mqfs_xattr_why_bad(blk);
+	fz_xattr_acls(blk);
+	if (size > 2)
+		fz_acl(data + 2, size - 2);
 	for (size_t off = MQFS_HDR_SIZE; off + sizeof(struct mqfs_dirent) <=
 	     MQFS_BLOCK_SIZE; off += 8) {
 		const struct mqfs_dirent *de = (const void *)(blk + off);

@@ -348,6 +348,67 @@ START_TEST(test_xattr_entry)
 }
 END_TEST
 
+/*
+ * A stored access ACL (FORMAT.md §9) damaged and the block resealed: a
+ * bad tag (case 0, another attribute keeps the block; case 1, the ACL
+ * was alone and the block goes), or the mode's bits changed under it
+ * (case 2: the mode follows the ACL again).  fsck -n finds each, -y
+ * repairs it, and the mount serves the result.
+ */
+START_TEST(test_acl_stored)
+{
+	/* u::rw-, u:7:r--, g::---, m::r--, o::--- : mode 0640 */
+	static const uint16_t ents[][2] = { { 0x01, 6 }, { 0x02, 4 },
+					    { 0x04, 0 }, { 0x10, 4 },
+					    { 0x20, 0 } };
+	uint8_t acl[4 + sizeof(ents) / 4 * 8], *b;
+	const void *v;
+	struct stat st;
+	struct tf x;
+	size_t n;
+
+	memset(acl, 0, sizeof(acl));
+	acl[0] = 2;
+	for (unsigned i = 0; i < sizeof(ents) / sizeof(ents[0]); i++) {
+		memcpy(acl + 4 + i * 8, ents[i], 4);
+		acl[4 + i * 8 + 4] = i == 1 ? 7 : 0xff;
+		memset(acl + 4 + i * 8 + 5, i == 1 ? 0 : 0xff, 3);
+	}
+	tf_populate(&x);
+	t_fs_mount(&x.t);
+	if (_i != 1)
+		ck_assert_int_eq(mqfs_setxattr(x.t.fs, x.b, "user.keep", "k",
+					       1, 0), 0);
+	ck_assert_int_eq(mqfs_setxattr(x.t.fs, x.b, "system.posix_acl_access",
+				       acl, sizeof(acl), 0), 0);
+	t_fs_unmount(&x.t);
+	tf_check_n(&x, MQFS_FSCK_OK);
+	if (_i == 2) {
+		tf_inode(&x.t, x.b)->mode = S_IFREG | 0604;
+		tf_inode_changed(&x.t, x.b);
+	} else {
+		uint64_t blk = tf_inode(&x.t, x.b)->xattr_blk;
+
+		b = t_fs_raw_block(&x.t, blk);
+		ck_assert_int_ge(mqfs_xattr_lookup(b, "system.posix_acl_access",
+						   &v, &n), 0);
+		((uint8_t *)v)[4] = 0x40;		/* no such tag */
+		tf_reseal(&x.t, blk);
+	}
+	tf_repair(&x, MQFS_FSCK_YES);
+	t_fs_mount(&x.t);
+	ck_assert_int_eq(mqfs_getattr(x.t.fs, x.b, &st), 0);
+	ck_assert_uint_eq(st.st_mode, S_IFREG | 0640);
+	ck_assert_int_eq(mqfs_getxattr(x.t.fs, x.b, "system.posix_acl_access",
+				       NULL, 0), _i == 2 ? (ssize_t)sizeof(acl)
+							 : -ENODATA);
+	ck_assert_int_eq(mqfs_getxattr(x.t.fs, x.b, "user.keep", NULL, 0),
+			 _i == 1 ? -ENODATA : 1);
+	ck_assert(tf_file_is(&x.t, x.b, 101, MQFS_BLOCK_SIZE));
+	tf_destroy(&x);
+}
+END_TEST
+
 /* The root directory's record named @name in its first block. */
 static struct mqfs_dirent *tf_root_entry(struct tf *x, const char *name,
 					 uint64_t *blk)
@@ -554,6 +615,7 @@ void fsck_add_damage_tests(TCase *tc)
 	tcase_add_test(tc, test_extent_outside);
 	tcase_add_test(tc, test_double_claim);
 	tcase_add_loop_test(tc, test_xattr_entry, 0, 3);
+	tcase_add_loop_test(tc, test_acl_stored, 0, 3);
 	tcase_add_loop_test(tc, test_served_corruption, 0, 6);
 	tcase_add_test(tc, test_extent_tree_block);
 	tcase_add_test(tc, test_after_churn);

@@ -43,6 +43,7 @@ FS_UNIT_TESTS = \
 	tests/unit/test_dir \
 	tests/unit/test_namei \
 	tests/unit/test_xattr \
+	tests/unit/test_acl \
 	tests/unit/test_fsck \
 	tests/unit/test_powerloss \
 	tests/unit/test_wback \
@@ -144,6 +145,8 @@ tests_unit_test_namei_CFLAGS = $(FS_UNIT_CFLAGS)
 tests_unit_test_namei_LDADD = $(UNIT_LDADD)
 tests_unit_test_xattr_CFLAGS = $(FS_UNIT_CFLAGS)
 tests_unit_test_xattr_LDADD = $(UNIT_LDADD)
+tests_unit_test_acl_CFLAGS = $(FS_UNIT_CFLAGS)
+tests_unit_test_acl_LDADD = $(UNIT_LDADD)
 tests_unit_test_fsck_SOURCES = tests/unit/test_fsck.c \
 	tests/unit/fsck_fixture.h tests/unit/fsck_fixture.c \
 	tests/unit/fsck_damage.c tests/unit/fsck_random.c \

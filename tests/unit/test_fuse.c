@@ -152,7 +152,7 @@ START_TEST(test_decode_ring)
 {
 	struct fuse_write_in w = { .fh = 7, .offset = 4096, .size = 100 };
 	struct fuse_rename2_in rn = { .newdir = 9 };
-	uint32_t sx[2] = { 5, 0 };
+	uint32_t sx[4] = { 5, 0, 0, 0 };	/* fuse_setxattr_in, 7.33 */
 	struct fuse_read_in rd = { .size = 4096 };
 	char data[100], names[] = "old\0new", xattr[] = "user.x\0value";
 	struct mqfs_fuse_msg m;
@@ -221,7 +221,8 @@ START_TEST(test_decode_layouts)
 	struct fuse_batch_forget_in bf = { .count = 3 };
 	struct fuse_forget_one one[3] = { { 5, 1 }, { 6, 2 }, { 7, 3 } };
 	struct fuse_rename2_in rn = { .newdir = 9, .flags = 1 };
-	uint32_t sx[2] = { 5, 0 };		/* setxattr: size, flags */
+	/* setxattr (FUSE_SETXATTR_EXT): size, flags, setxattr_flags, pad */
+	uint32_t sx[4] = { 5, 0, 0, 0 };
 	uint32_t init[4] = { 7, 31, 65536, 0 };
 	struct mqfs_fuse_msg m;
 	struct msg b;
@@ -745,6 +746,13 @@ START_TEST(test_options)
 	ck_assert_uint_eq(cfg.uring_spill, 0);
 	ck_assert_int_eq(cfg.uring_pin, MQFS_RING_PIN_AUTO);
 	ck_assert_int_eq(cfg.uring_doorbell, MQFS_RING_DOORBELL_AUTO);
+	ck_assert(!cfg.mount.noacl);		/* ACLs on by default */
+	mqfs_config_free(&cfg);
+	ck_assert_int_eq(t_parse("noacl", &cfg), 0);
+	ck_assert(cfg.mount.noacl);
+	mqfs_config_free(&cfg);
+	ck_assert_int_eq(t_parse("noacl,acl", &cfg), 0);	/* the last wins */
+	ck_assert(!cfg.mount.noacl);
 	mqfs_config_free(&cfg);
 	t_parse_each("uring_doorbell", mqfs_ring_doorbell_names,
 		     MQFS_RING_DOORBELL_NR,

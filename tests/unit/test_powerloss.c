@@ -4,7 +4,8 @@
  *
  * Each scenario (create and write, overwrite and append, rename over a
  * file and unlink, truncate down and up through a hole, fallocate,
- * xattrs, mkdir and rmdir, dontcache write-behind with fsync) is run
+ * xattrs, mkdir and rmdir, dontcache write-behind with fsync, POSIX
+ * ACLs: set, chmod, inherited) is run
  * once on a fault device with a volatile write cache to count its
  * write-like requests (writes and flushes), N.  Then it is run again for
  * every k = 1 .. N + 1 with the power cut just before its kth write
@@ -17,7 +18,8 @@
  * sectors one it had in them (or zeros; data is not journaled, so an
  * overwrite not yet synced may be torn between sectors): every synced
  * byte there and nothing that was never written; and fsck -n after the
- * unmount clean.
+ * unmount clean.  The model holds no modes or ACLs: fsck -n, which
+ * checks that a mode agrees with its access ACL, judges those.
  *
  * make check runs every cut point of every scenario with one torn
  * pattern; `make check-powerloss` with 16 (MQFS_PL_SEEDS=n).  A failure
@@ -237,6 +239,42 @@ static void pl_removexattr(struct pl *p, const char *name)
 					    PL_XATTR), "removexattr");
 }
 
+/* POSIX ACL operations (mode and ACL: fsck's to judge, see the top). */
+static void pl_set_acl(struct pl *p, const char *name, const char *xname,
+		       const void *acl, size_t size)
+{
+	if (p->dead)
+		return;
+	pl_push(p);
+	(void)pl_failed(p, mqfs_setxattr(p->t.fs, pl_ino(p, name), xname, acl,
+					 size, 0), "set an ACL");
+}
+
+static void pl_chmod(struct pl *p, const char *name, mode_t mode)
+{
+	struct stat a = { .st_mode = mode };
+
+	if (p->dead)
+		return;
+	pl_push(p);
+	(void)pl_failed(p, mqfs_setattr(p->t.fs, pl_ino(p, name), &a,
+					MQFS_SET_MODE, NULL), "chmod");
+}
+
+/* A file @child in directory @dir, outside the model's names. */
+static void pl_mknod_in(struct pl *p, const char *dir, const char *child)
+{
+	struct mqfs_entry out;
+
+	if (p->dead)
+		return;
+	pl_push(p);
+	if (!pl_failed(p, mqfs_mknod_umask(p->t.fs, pl_ino(p, dir), child,
+					   S_IFREG | 0666, 022, 0, 0, 0,
+					   &out), "mknod in a directory"))
+		mqfs_forget(p->t.fs, out.ino, 1);
+}
+
 /* Everything so far is durable once it returns. */
 static void pl_sync(struct pl *p)
 {
@@ -327,6 +365,41 @@ static void sc_dontcache(struct pl *p)
 	pl_fsync(p, "a");
 }
 
+/* u::rw-, u:7:r--, g::r--, m::r--, o::--- (FORMAT.md §9). */
+static const uint8_t pl_acl[] = {
+	2, 0, 0, 0,
+	0x01, 0, 6, 0, 0xff, 0xff, 0xff, 0xff,
+	0x02, 0, 4, 0, 7, 0, 0, 0,
+	0x04, 0, 4, 0, 0xff, 0xff, 0xff, 0xff,
+	0x10, 0, 4, 0, 0xff, 0xff, 0xff, 0xff,
+	0x20, 0, 0, 0, 0xff, 0xff, 0xff, 0xff,
+};
+
+/* u::rwx, g::r-x, o::r-x: only the mode (0755), stored as nothing. */
+static const uint8_t pl_acl_min[] = {
+	2, 0, 0, 0,
+	0x01, 0, 7, 0, 0xff, 0xff, 0xff, 0xff,
+	0x04, 0, 5, 0, 0xff, 0xff, 0xff, 0xff,
+	0x20, 0, 5, 0, 0xff, 0xff, 0xff, 0xff,
+};
+
+static void sc_acl(struct pl *p)
+{
+	pl_mknod(p, "a", false);
+	pl_mknod(p, "dir", true);
+	pl_sync(p);
+	pl_set_acl(p, "a", "system.posix_acl_access", pl_acl, sizeof(pl_acl));
+	pl_set_acl(p, "dir", "system.posix_acl_default", pl_acl,
+		   sizeof(pl_acl));
+	pl_sync(p);
+	pl_chmod(p, "a", 0670);			/* the mask follows */
+	pl_mknod_in(p, "dir", "f");		/* inherits, mode from it */
+	pl_sync(p);
+	pl_set_acl(p, "a", "system.posix_acl_access", pl_acl_min,
+		   sizeof(pl_acl_min));		/* the ACL goes */
+	pl_sync(p);
+}
+
 static const struct {
 	const char *name;
 	void (*run)(struct pl *p);
@@ -336,6 +409,7 @@ static const struct {
 	{ "truncate", sc_truncate },
 	{ "fallocate_xattr", sc_fallocate_xattr },
 	{ "dontcache", sc_dontcache },
+	{ "acl", sc_acl },
 };
 
 /* ---- the checks after a cut ------------------------------------------------ */
