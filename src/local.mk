@@ -21,6 +21,8 @@ libmqfs_a_SOURCES = \
 	%reldir%/fs/csum.c \
 	%reldir%/fs/databuf.c \
 	%reldir%/fs/dir.c \
+	%reldir%/fs/dir_i.h \
+	%reldir%/fs/dir_index.c \
 	%reldir%/fs/extent.c \
 	%reldir%/fs/extent_edit.c \
 	%reldir%/fs/extent_i.h \

@@ -33,41 +33,10 @@
 #include <string.h>
 
 #include "mqfs/compiler.h"
-#include "fs_i.h"
+#include "dir_i.h"
 
 #define DIR_FIRST	((unsigned)MQFS_HDR_SIZE)	/* first record offset */
 #define DIR_BS		MQFS_BLOCK_SIZE
-#define DI_NONE		UINT32_MAX
-#define DI_FREE_LBLK	UINT32_MAX			/* slot on the free list */
-
-/* One indexed entry: where the record of a name with this hash lives. */
-struct di_ent {
-	uint32_t hash;
-	uint32_t next;			/* chain: slot + 1, 0 ends it */
-	uint32_t lblk;			/* DI_FREE_LBLK: slot is free */
-	uint16_t off;
-	uint16_t unused;
-};
-
-struct mqfs_dir_index {
-	uint32_t *bucket;		/* slot + 1 of the chain head, 0: none */
-	uint32_t nbucket;		/* power of two */
-	struct di_ent *ent;
-	uint32_t nent;			/* slots handed out */
-	size_t ent_cap;			/* slots allocated */
-	uint32_t free;			/* free slot list (slot + 1) */
-	uint32_t count;			/* live entries */
-	uint32_t bad;			/* entries left out: not servable */
-	uint64_t *pblk;			/* lblk -> physical block */
-	/*
-	 * Max-tree over the blocks: leaf blk_cap + i holds the largest
-	 * record block i can still take, inner nodes the max of their two
-	 * children, so the first block with room is found from the root.
-	 */
-	uint16_t *room;
-	uint32_t nblk, blk_cap;		/* blocks, leaves (power of two) */
-};
-
 /* Where a name's record is, as found through the index. */
 struct dir_pos {
 	uint32_t *link;			/* the index link that points at it */
@@ -152,161 +121,6 @@ static bool dir_entry_servable(struct mqfs_fs *fs, struct mqfs_ino *dir,
 	return false;
 }
 
-/* ---- the index: hash chains -------------------------------------------- */
-
-static void di_destroy(struct mqfs_dir_index *di)
-{
-	if (!di)
-		return;
-	free(di->bucket);
-	free(di->ent);
-	free(di->pblk);
-	free(di->room);
-	free(di);
-}
-
-static int di_rehash(struct mqfs_dir_index *di, uint32_t nbucket)
-{
-	uint32_t *b = calloc(nbucket, sizeof(*b));
-	uint32_t i;
-
-	if (!b)
-		return -ENOMEM;
-	for (i = 0; i < di->nent; i++) {
-		struct di_ent *e = &di->ent[i];
-
-		if (e->lblk == DI_FREE_LBLK)
-			continue;
-		e->next = b[e->hash & (nbucket - 1)];
-		b[e->hash & (nbucket - 1)] = i + 1;
-	}
-	free(di->bucket);
-	di->bucket = b;
-	di->nbucket = nbucket;
-	return 0;
-}
-
-/* Make room for one more entry (before any change, so failure is clean). */
-static int di_reserve(struct mqfs_dir_index *di)
-{
-	int err = di->free ? 0 : mqfs_array_reserve(&di->ent, &di->ent_cap,
-						      di->nent,
-						      sizeof(*di->ent), 8);
-
-	if (err)
-		return err;
-	if (di->count + 1 > di->nbucket)
-		return di_rehash(di, di->nbucket * 2);
-	return 0;
-}
-
-static void di_insert(struct mqfs_dir_index *di, uint32_t hash,
-		      uint32_t lblk, unsigned off)
-{
-	uint32_t *head = &di->bucket[hash & (di->nbucket - 1)];
-	uint32_t slot;
-	struct di_ent *e;
-
-	if (di->free) {
-		slot = di->free - 1;
-		di->free = di->ent[slot].next;
-	} else {
-		MQ_ASSERT(di->nent < di->ent_cap);
-		slot = di->nent++;
-	}
-	e = &di->ent[slot];
-	e->hash = hash;
-	e->lblk = lblk;
-	e->off = (uint16_t)off;
-	e->unused = 0;
-	e->next = *head;
-	*head = slot + 1;
-	di->count++;
-}
-
-static void di_unlink(struct mqfs_dir_index *di, uint32_t *link)
-{
-	uint32_t slot = *link - 1;
-	struct di_ent *e = &di->ent[slot];
-
-	*link = e->next;
-	e->lblk = DI_FREE_LBLK;
-	e->next = di->free;
-	di->free = slot + 1;
-	di->count--;
-}
-
-/* ---- the index: per-block free space ----------------------------------- */
-
-static void di_room_set(struct mqfs_dir_index *di, uint32_t lblk,
-			unsigned room)
-{
-	uint32_t p = di->blk_cap + lblk;
-
-	di->room[p] = (uint16_t)room;
-	for (p >>= 1; p; p >>= 1)
-		di->room[p] = MQ_MAX(di->room[2 * p], di->room[2 * p + 1]);
-}
-
-/* First block that can take a record of @need bytes, or DI_NONE. */
-static uint32_t di_room_find(const struct mqfs_dir_index *di, unsigned need)
-{
-	uint32_t p = 1;
-
-	if (!di->nblk || di->room[1] < need)
-		return DI_NONE;
-	while (p < di->blk_cap)
-		p = di->room[2 * p] >= need ? 2 * p : 2 * p + 1;
-	return p - di->blk_cap;
-}
-
-/* Room for @nblk blocks in the block arrays. */
-static int di_grow_blocks(struct mqfs_dir_index *di, uint32_t nblk)
-{
-	uint32_t cap = di->blk_cap ? di->blk_cap : 1, i;
-	uint64_t *pb;
-	uint16_t *room;
-
-	if (nblk <= di->blk_cap)
-		return 0;
-	while (cap < nblk)
-		cap *= 2;
-	pb = realloc(di->pblk, cap * sizeof(*pb));
-	if (!pb)
-		return -ENOMEM;
-	di->pblk = pb;
-	room = calloc(2 * (size_t)cap, sizeof(*room));
-	if (!room)
-		return -ENOMEM;
-	for (i = 0; i < di->nblk; i++)
-		room[cap + i] = di->room[di->blk_cap + i];
-	for (i = cap - 1; i; i--)
-		room[i] = MQ_MAX(room[2 * i], room[2 * i + 1]);
-	free(di->room);
-	di->room = room;
-	di->blk_cap = cap;
-	return 0;
-}
-
-static struct mqfs_dir_index *di_alloc(uint32_t nblk)
-{
-	struct mqfs_dir_index *di = calloc(1, sizeof(*di));
-
-	if (!di)
-		return NULL;
-	if (di_rehash(di, 8) || di_grow_blocks(di, nblk ? nblk : 1)) {
-		di_destroy(di);
-		return NULL;
-	}
-	return di;
-}
-
-void mqfs_dir_index_free(struct mqfs_ino *dir)
-{
-	di_destroy(dir->dir_index);
-	dir->dir_index = NULL;
-}
-
 /* ---- reading blocks ---------------------------------------------------- */
 
 static int dir_nblocks(struct mqfs_fs *fs, struct mqfs_ino *dir,
@@ -385,12 +199,12 @@ static int di_scan_block(struct mqfs_fs *fs, struct mqfs_ino *dir,
 			di->bad++;
 			continue;
 		}
-		err = di_reserve(di);
+		err = mqfs_di_reserve(di);
 		if (err)
 			return err;
-		di_insert(di, dir_hash(de->name, de->name_len), lblk, off);
+		mqfs_di_insert(di, dir_hash(de->name, de->name_len), lblk, off);
 	}
-	di_room_set(di, lblk, room);
+	mqfs_di_room_set(di, lblk, room);
 	return 0;
 }
 
@@ -403,7 +217,7 @@ static int di_build(struct mqfs_fs *fs, struct mqfs_ino *dir,
 
 	if (err)
 		return err;
-	di = di_alloc(nblk);
+	di = mqfs_di_alloc(nblk);
 	if (!di)
 		return -ENOMEM;
 	while (!err && lblk < nblk) {
@@ -428,7 +242,7 @@ static int di_build(struct mqfs_fs *fs, struct mqfs_ino *dir,
 		}
 	}
 	if (err) {
-		di_destroy(di);
+		mqfs_di_destroy(di);
 		return err;
 	}
 	*out = di;
@@ -452,7 +266,7 @@ static int dir_index(struct mqfs_fs *fs, struct mqfs_ino *dir,
 		return err;
 	if (!__atomic_compare_exchange_n(&dir->dir_index, &expected, di, false,
 					 __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
-		di_destroy(di);		/* another reader built it first */
+		mqfs_di_destroy(di);		/* another reader built it first */
 		di = expected;
 	}
 	*out = di;
@@ -629,10 +443,10 @@ static int dir_add_in_block(struct mqfs_handle *h, struct mqfs_ino *dir,
 	mqfs_buf_put(b);
 	if (off < 0)
 		return off;
-	di_room_set(di, lblk, room);
+	mqfs_di_room_set(di, lblk, room);
 	if (!off)
 		return -EAGAIN;		/* hint was high; now corrected */
-	di_insert(di, hash, lblk, (unsigned)off);
+	mqfs_di_insert(di, hash, lblk, (unsigned)off);
 	return 0;
 }
 
@@ -659,7 +473,7 @@ static int dir_add_block(struct mqfs_handle *h, struct mqfs_ino *dir,
 
 	if (lblk + 1 >= DI_NONE)
 		return -EFBIG;
-	err = di_grow_blocks(di, lblk + 1);
+	err = mqfs_di_grow_blocks(di, lblk + 1);
 	if (err)
 		return err;
 	err = mqfs_alloc_blocks(h, dir_goal(fs, dir, di), 1, &pblk, &got);
@@ -688,8 +502,8 @@ static int dir_add_block(struct mqfs_handle *h, struct mqfs_ino *dir,
 	pthread_mutex_unlock(&dir->meta_lock);
 	di->pblk[lblk] = pblk;
 	di->nblk = lblk + 1;
-	di_room_set(di, lblk, DIR_BS - DIR_FIRST - MQFS_DIRENT_LEN(len));
-	di_insert(di, hash, lblk, DIR_FIRST);
+	mqfs_di_room_set(di, lblk, DIR_BS - DIR_FIRST - MQFS_DIRENT_LEN(len));
+	mqfs_di_insert(di, hash, lblk, DIR_FIRST);
 	return mqfs_inode_dirty(h, dir);
 }
 
@@ -706,9 +520,9 @@ int mqfs_dir_add(struct mqfs_handle *h, struct mqfs_ino *dir,
 	err = dir_find(h->fs, dir, name, len, &di, &p);
 	if (err != -ENOENT)
 		return err ? err : -EEXIST;
-	err = di_reserve(di);
+	err = mqfs_di_reserve(di);
 	while (!err) {
-		uint32_t lblk = di_room_find(di, MQFS_DIRENT_LEN(len));
+		uint32_t lblk = mqfs_di_room_find(di, MQFS_DIRENT_LEN(len));
 
 		if (lblk == DI_NONE)
 			return dir_add_block(h, dir, di, name, len, hash, ino,
@@ -775,10 +589,10 @@ int mqfs_dir_remove(struct mqfs_handle *h, struct mqfs_ino *dir,
 	mqfs_buf_put(b);
 	if (room < 0)
 		return room;
-	di_unlink(di, p.link);
+	mqfs_di_unlink(di, p.link);
 	/* Only the merged record grew, so the block's max stays exact. */
 	if ((unsigned)room > di->room[di->blk_cap + p.lblk])
-		di_room_set(di, p.lblk, (unsigned)room);
+		mqfs_di_room_set(di, p.lblk, (unsigned)room);
 	return 0;
 }
 
