@@ -335,7 +335,7 @@ static struct mq_request *dd_dispatch_prio_aged(struct mq_elevator *e,
  * (a reader between two requests): keep at most idle_depth IDLE
  * requests at the device, so the next one waits behind little.  Not
  * the kernel's: its idle class may fill the device in such a gap, and
- * the reader then waits for all of it (DESIGN.md §9, Appendix A.6).
+ * the reader then waits for all of it (DESIGN.md §9).
  */
 static bool dd_idle_held(struct deadline_data *dd, uint64_t now)
 {

@@ -7,7 +7,7 @@
  * hold more than 1 % of the dirty memory.  For cache=kernel that means
  * buffered writers are throttled to a trickle of dirty pages long
  * before the device is busy (4k random writes at QD1: 15-60 % more with
- * the limits lifted, measured 2026-12-01; DESIGN.md Appendix A.13).  mqfs
+ * the limits lifted; DESIGN.md §17).  mqfs
  * is root's daemon on root's device, so it sets its own "roomy" limits:
  * strict_limit 0 and max_ratio from the bdi_max_ratio= option.
  *

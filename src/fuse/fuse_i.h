@@ -52,7 +52,7 @@ static inline struct timespec mqfs_deadline_ms(unsigned ms)
  * vocabulary; the option names and the help come from that table.
  */
 #define MQFS_MAX_TUNABLES	16
-/* Defaults of fuse_bufs= and bdi_max_ratio= (DESIGN.md §17, A.13). */
+/* Defaults of fuse_bufs= and bdi_max_ratio= (DESIGN.md §17). */
 #define MQFS_DEFAULT_FUSE_BUFS		64
 #define MQFS_DEFAULT_BDI_MAX_RATIO	50
 

@@ -5,7 +5,7 @@
  * The kernel queues a FUSE request on the ring of the CPU its caller runs
  * on, so thread N serves the callers of CPU N.  Which CPU suits it
  * depends on what the caller does while its request is served
- * (DESIGN.md §17, A.18):
+ * (DESIGN.md §17):
  *   - a caller that waits (read(2), one request at a time) leaves its CPU
  *     free: a thread kept there is woken with no cross-CPU wake-up and
  *     wakes the caller the same way ("own");
