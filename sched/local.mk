@@ -24,6 +24,7 @@ libmqblk_a_SOURCES = \
 	%reldir%/lib/kthread.c \
 	%reldir%/lib/rbtree.c \
 	%reldir%/lib/sbitmap.c \
+	%reldir%/lib/sbitmap_queue.c \
 	%reldir%/lib/sbitmap.h \
 	%reldir%/lib/thread_stats.c \
 	%reldir%/dev/core.c \

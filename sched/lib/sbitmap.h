@@ -61,6 +61,17 @@ unsigned long mq_sbitmap_get_batch(struct mq_sbitmap *sb, unsigned int *hint,
 
 /* Deferred frees: only mark @cleared; an allocator folds them when needed. */
 void mq_sbitmap_clear(struct mq_sbitmap *sb, unsigned int bit);
+/* The same with the memory order given (the queue's free: seq_cst). */
+static inline void mq_sbitmap_clear_ordered(struct mq_sbitmap *sb,
+					    unsigned int bit,
+					    memory_order order)
+{
+	unsigned int index = bit >> sb->shift;
+
+	MQ_ASSERT(index < sb->map_alloc);
+	atomic_fetch_or_explicit(&sb->map[index].cleared,
+				 1UL << (bit & ((1U << sb->shift) - 1)), order);
+}
 void mq_sbitmap_clear_mask(struct mq_sbitmap *sb, unsigned int word_index,
 			   unsigned long mask);
 /* After freeing @bit, point the caller's hint at it (cache-hot reuse). */
