@@ -33,6 +33,8 @@ libmqblk_a_SOURCES = \
 	%reldir%/dev/geometry.c \
 	%reldir%/dev/geometry.h \
 	%reldir%/dev/uring.c \
+	%reldir%/dev/uring_open.c \
+	%reldir%/dev/uring_rw.c \
 	%reldir%/dev/uring_i.h \
 	%reldir%/dev/uring_probe.c \
 	%reldir%/dev/null.c \

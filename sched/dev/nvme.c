@@ -241,14 +241,6 @@ static bool nvme_cqe(struct uring_dev *ud, struct mq_request *rq, int res)
 	return true;
 }
 
-const struct uring_cmdset mq_uring_nvme_cmdset = {
-	.ring_flags = IORING_SETUP_SQE128 | IORING_SETUP_CQE32,
-	.pdu_size = sizeof(struct nvme_pdu),
-	.fixed_chunk = NVME_FIXED_CHUNK,
-	.queue = nvme_queue,
-	.cqe = nvme_cqe,
-};
-
 /* Identify (CNS @cns) into a 4 KiB buffer: 0, -errno, or NVMe status. */
 static int nvme_identify(int fd, uint32_t nsid, unsigned cns, void *buf)
 {
@@ -390,7 +382,7 @@ static void nvme_limits(struct nvme_ns *ns)
 	mq_nvme_set_limits(&ns->info, &k);
 }
 
-int mq_uring_nvme_setup(struct uring_dev *ud)
+static int nvme_ns_setup(struct uring_dev *ud)
 {
 	struct nvme_ns *ns;
 	struct stat st;
@@ -416,7 +408,7 @@ int mq_uring_nvme_setup(struct uring_dev *ud)
 	ns->info.nsid = (uint32_t)nsid;
 	mq_nvme_sysfs_find(st.st_rdev, ns->sysfs, sizeof(ns->sysfs));
 	if (ud->cfg.exclusive && (ret = nvme_claim(ud, ns)))
-		return ret;		/* mq_uring_nvme_free follows */
+		return ret;		/* nvme_ns_free follows */
 	ret = nvme_identify_all(ud, ns);
 	if (ret)
 		return ret;
@@ -428,7 +420,7 @@ int mq_uring_nvme_setup(struct uring_dev *ud)
 	return 0;
 }
 
-void mq_uring_nvme_free(struct uring_dev *ud)
+static void nvme_ns_free(struct uring_dev *ud)
 {
 	if (ud->nvme && ud->nvme->claim_fd >= 0)
 		close(ud->nvme->claim_fd);
@@ -436,7 +428,7 @@ void mq_uring_nvme_free(struct uring_dev *ud)
 	ud->nvme = NULL;
 }
 
-int mq_uring_nvme_in_use(const struct stat *st)
+static int nvme_in_use(const struct stat *st)
 {
 	char dir[PATH_MAX / 2];
 	int fd;
@@ -449,7 +441,8 @@ int mq_uring_nvme_in_use(const struct stat *st)
 	return fd == -EBUSY;
 }
 
-void mq_uring_nvme_stats(struct uring_dev *ud, struct mq_dev_queue_stats *s)
+static void nvme_ns_stats(struct uring_dev *ud,
+			  struct mq_dev_queue_stats *s)
 {
 	struct nvme_ns *ns = ud->nvme;
 
@@ -457,3 +450,17 @@ void mq_uring_nvme_stats(struct uring_dev *ud, struct mq_dev_queue_stats *s)
 	s->last_status = (uint32_t)atomic_load(&ns->last_status);
 	s->sync_rqs += atomic_load(&ns->sync_rqs);
 }
+
+const struct uring_cmdset mq_uring_nvme_cmdset = {
+	.name = "nvme",
+	.ring_flags = IORING_SETUP_SQE128 | IORING_SETUP_CQE32,
+	.pdu_size = sizeof(struct nvme_pdu),
+	.fixed_chunk = NVME_FIXED_CHUNK,
+	.serves = mq_uring_nvme_is_generic,
+	.setup = nvme_ns_setup,
+	.free = nvme_ns_free,
+	.in_use = nvme_in_use,
+	.stats = nvme_ns_stats,
+	.queue = nvme_queue,
+	.cqe = nvme_cqe,
+};

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * uring.c - the io_uring driver: direct I/O to a regular file or a block
- * device, one ring per hardware queue.
+ * uring.c - the io_uring driver's rings: one per hardware queue, for
+ * direct I/O to a regular file or a block device, or NVMe commands.
  *
  * Submission side: queue_rq() turns a request into one SQE (read/write,
  * vectored when the request carries several bios; fsync for flush;
@@ -17,8 +17,9 @@
  * a short read at end of file is zero-filled, as a block device would.
  *
  * The rings do not know what they carry: a command set (uring_i.h) makes
- * the SQEs of a request and reads its CQEs - the one here for files and
- * block devices, nvme.c's NVMe commands for /dev/ngXnY.
+ * the SQEs of a request and reads its CQEs - uring_rw.c's for files and
+ * block devices, nvme.c's NVMe commands for /dev/ngXnY - and uring_open.c
+ * opens a path with the one that serves it.
  *
  * Caller-reaped rings (caller_reap) have no reaper: the device is polled
  * (mq_dev.polled) and the threads that wait reap through ->poll, one at a
@@ -49,25 +50,14 @@
 #include "uring_i.h"
 #include "mqfs/dev/uring.h"
 
-#define URING_MAX_SEGS		128
 #define URING_REAP_BATCH	64
 /* The kernel's IORING_MAX_REG_BUFFERS. */
 #define URING_MAX_FIXED_BUFS	16384u
-/* Rings with no reaper a queue may ask for besides (poll queues). */
-#define URING_MAX_POLL_QUEUES	32u
-
-/* Per-request driver context, allocated with the request. */
-struct uring_cmd {
-	struct iovec iov[URING_MAX_SEGS];
-};
-
 
 /* Its address names the calling thread (poll_owner). */
 static _Thread_local char uring_self;
 /* poll_locks this thread holds (rings whose completions it is running). */
 static _Thread_local unsigned uring_polls_held;
-
-static const struct mq_dev_ops uring_ops, uring_nvme_ops;
 
 /* user_data of the NOP that stops a reaper (never a request's address). */
 static const char uring_stop_mark;
@@ -76,20 +66,6 @@ static const char uring_stop_mark;
 static struct uring_dev *to_uring(struct mq_dev *dev)
 {
 	return mq_container_of(dev, struct uring_dev, dev);
-}
-
-/* Build the iovec of a multi-bio request in its context area. */
-static unsigned uring_fill_iov(struct mq_request *rq, struct uring_cmd *cmd)
-{
-	struct mq_bio *bio;
-	unsigned n = 0;
-
-	mq_rq_for_each_bio(bio, rq) {
-		cmd->iov[n].iov_base = bio->buf;
-		cmd->iov[n].iov_len = bio->size;
-		n++;
-	}
-	return n;
 }
 
 int mq_uring_sqe_fd(const struct uring_dev *ud)
@@ -118,83 +94,6 @@ int mq_uring_fixed_index(const struct uring_dev *ud, const void *buf,
 		}
 	}
 	return -1;
-}
-
-static void uring_prep_rw(struct uring_queue *uq, struct io_uring_sqe *sqe,
-			  struct mq_request *rq)
-{
-	struct uring_cmd *cmd = mq_rq_pdu(rq);
-	off_t off = (off_t)(rq->sector << MQ_SECTOR_SHIFT);
-	int fd = mq_uring_sqe_fd(uq->ud);
-	bool write = rq->op == MQ_OP_WRITE;
-
-	int idx = rq->nr_segs == 1 ?
-		  mq_uring_fixed_index(uq->ud, rq->bio->buf, rq->nr_bytes) : -1;
-
-	if (idx >= 0) {
-		if (write)
-			io_uring_prep_write_fixed(sqe, fd, rq->bio->buf,
-						  rq->nr_bytes, off, idx);
-		else
-			io_uring_prep_read_fixed(sqe, fd, rq->bio->buf,
-						 rq->nr_bytes, off, idx);
-	} else if (rq->nr_segs == 1) {
-		if (write)
-			io_uring_prep_write(sqe, fd, rq->bio->buf, rq->nr_bytes, off);
-		else
-			io_uring_prep_read(sqe, fd, rq->bio->buf, rq->nr_bytes, off);
-	} else {
-		unsigned n = uring_fill_iov(rq, cmd);
-
-		if (write)
-			io_uring_prep_writev(sqe, fd, cmd->iov, n, off);
-		else
-			io_uring_prep_readv(sqe, fd, cmd->iov, n, off);
-	}
-	/* FUA: RWF_DSYNC makes the block layer below issue REQ_FUA. */
-	if (write && (rq->cmd_flags & MQ_REQ_FUA))
-		sqe->rw_flags = RWF_DSYNC;
-}
-
-/* Discard / write-zeroes on a block device: synchronous ioctls. */
-static int uring_blk_range(struct uring_dev *ud, struct mq_request *rq)
-{
-	uint64_t range[2] = { rq->sector << MQ_SECTOR_SHIFT, rq->nr_bytes };
-	unsigned long cmd = rq->op == MQ_OP_DISCARD ? BLKDISCARD : BLKZEROOUT;
-
-	return ioctl(ud->fd, cmd, range) ? -errno : 0;
-}
-
-static int uring_prep(struct uring_queue *uq, struct io_uring_sqe *sqe,
-		      struct mq_request *rq)
-{
-	struct uring_dev *ud = uq->ud;
-	int fd = mq_uring_sqe_fd(ud);
-	off_t off = (off_t)(rq->sector << MQ_SECTOR_SHIFT);
-
-	switch (rq->op) {
-	case MQ_OP_READ:
-	case MQ_OP_WRITE:
-		uring_prep_rw(uq, sqe, rq);
-		break;
-	case MQ_OP_FLUSH:
-		io_uring_prep_fsync(sqe, fd, IORING_FSYNC_DATASYNC);
-		break;
-	case MQ_OP_DISCARD:
-		io_uring_prep_fallocate(sqe, fd, FALLOC_FL_PUNCH_HOLE |
-					FALLOC_FL_KEEP_SIZE, off, rq->nr_bytes);
-		break;
-	case MQ_OP_WRITE_ZEROES:
-		io_uring_prep_fallocate(sqe, fd, FALLOC_FL_ZERO_RANGE |
-					FALLOC_FL_KEEP_SIZE, off, rq->nr_bytes);
-		break;
-	default:
-		return -EOPNOTSUPP;
-	}
-	if (ud->fixed_file)
-		sqe->flags |= IOSQE_FIXED_FILE;
-	io_uring_sqe_set_data(sqe, rq);
-	return 0;
 }
 
 static unsigned uring_reap(struct uring_queue *uq, bool *stop,
@@ -420,30 +319,6 @@ static void uring_submit(struct uring_queue *uq)
 	uring_submit_now(uq);
 }
 
-/* The command set of files and block devices: one SQE a request. */
-static int uring_rw_queue(struct uring_queue *uq, struct mq_request *rq)
-{
-	struct io_uring_sqe *sqe;
-	int ret;
-
-	if (uq->ud->is_bdev && (rq->op == MQ_OP_DISCARD ||
-				rq->op == MQ_OP_WRITE_ZEROES)) {
-		mq_complete_request(rq, uring_blk_range(uq->ud, rq));
-		return 0;
-	}
-	if (!mq_uring_reserve(uq, 1))
-		return MQ_DEV_BUSY;
-	sqe = io_uring_get_sqe(&uq->ring);
-	mq_uring_taken(uq, 1);
-	ret = uring_prep(uq, sqe, rq);
-	if (ret) {
-		/* The SQE is taken: a NOP stands in, its CQE is skipped. */
-		io_uring_prep_nop(sqe);
-		io_uring_sqe_set_data(sqe, NULL);
-	}
-	return ret;
-}
-
 bool mq_uring_reserve(struct uring_queue *uq, unsigned n)
 {
 	if (io_uring_sq_space_left(&uq->ring) >= n)
@@ -473,73 +348,6 @@ static void uring_commit_rqs(struct mq_hw_queue *hctx)
 {
 	uring_submit(mq_hctx_driver_data(hctx));
 }
-
-/*
- * Finish a short transfer synchronously.  Reads past the end of a file
- * come back zero-filled, as reads of a block device's tail never happen.
- */
-static int uring_finish_short(struct uring_dev *ud, struct mq_request *rq,
-			      uint32_t done)
-{
-	uint64_t off = (rq->sector << MQ_SECTOR_SHIFT);
-	struct mq_bio *bio;
-	uint64_t pos = 0;
-
-	mq_rq_for_each_bio(bio, rq) {
-		for (uint32_t b = 0; b < bio->size;) {
-			uint64_t at = pos + b;
-			ssize_t n;
-
-			if (at < done) {
-				b += (uint32_t)MQ_MIN((uint64_t)bio->size - b, done - at);
-				continue;
-			}
-			n = rq->op == MQ_OP_WRITE ?
-			    pwrite(ud->fd, (char *)bio->buf + b, bio->size - b,
-				   (off_t)(off + at)) :
-			    pread(ud->fd, (char *)bio->buf + b, bio->size - b,
-				  (off_t)(off + at));
-			if (n < 0)
-				return -errno;
-			if (n == 0 && rq->op == MQ_OP_READ) {
-				memset((char *)bio->buf + b, 0, bio->size - b);
-				n = bio->size - b;
-			} else if (n == 0) {
-				return -EIO;
-			}
-			b += (uint32_t)n;
-		}
-		pos += bio->size;
-	}
-	return 0;
-}
-
-static int uring_rw_status(struct uring_dev *ud, struct mq_request *rq,
-			   int res)
-{
-	if (res < 0)
-		return res;
-	if ((rq->op == MQ_OP_READ || rq->op == MQ_OP_WRITE) &&
-	    (uint32_t)res < rq->nr_bytes) {
-		/* Restart on a block boundary: O_DIRECT needs alignment. */
-		uint32_t lbs = ud->dev.geo.logical_block_size;
-
-		return uring_finish_short(ud, rq, (uint32_t)res / lbs * lbs);
-	}
-	return 0;
-}
-
-static bool uring_rw_cqe(struct uring_dev *ud, struct mq_request *rq, int res)
-{
-	rq->status = uring_rw_status(ud, rq, res);
-	return true;
-}
-
-static const struct uring_cmdset uring_rw_cmdset = {
-	.pdu_size = sizeof(struct uring_cmd),
-	.queue = uring_rw_queue,
-	.cqe = uring_rw_cqe,
-};
 
 /*
  * Take every ready CQE (up to a batch) and complete them together; adds
@@ -804,6 +612,9 @@ static int uring_iov_cmp(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
+/* Names the driver's devices (mq_uring_register_buffers). */
+static int uring_queue_init(struct mq_dev *dev, unsigned index, void **priv);
+
 /* @iov cut into pieces of at most @chunk bytes (0: whole) into @out. */
 static unsigned uring_cut_bufs(const struct iovec *iov, unsigned nr,
 			       size_t chunk, struct iovec *out)
@@ -835,12 +646,12 @@ int mq_uring_register_buffers(struct mq_dev *dev, const struct iovec *iov,
 	struct iovec *copy;
 	unsigned n;
 
-	if ((dev->ops != &uring_ops && dev->ops != &uring_nvme_ops) ||
-	    ud->queues[0] || !nr)
+	if (dev->ops->queue_init != uring_queue_init || ud->queues[0] || !nr)
 		return -EINVAL;
 	if (ud->no_fixed_bufs) {
-		fprintf(stderr, "mqfs: nvme %s: fixed buffers need Linux 6.1 "
-			"for NVMe passthrough: plain I/O\n", dev->name);
+		/* Its command set said so at setup (NVMe before 6.1). */
+		fprintf(stderr, "mqfs: %s %s: fixed buffers need a newer "
+			"kernel: plain I/O\n", ud->cs->name, dev->name);
 		return 0;
 	}
 	n = uring_cut_bufs(iov, nr, chunk, NULL);
@@ -969,7 +780,8 @@ static void uring_close(struct mq_dev *dev)
 {
 	struct uring_dev *ud = to_uring(dev);
 
-	mq_uring_nvme_free(ud);
+	if (ud->cs->free)
+		ud->cs->free(ud);
 	close(ud->fd);
 	free(ud->queues);
 	free(ud->bufs);
@@ -984,216 +796,18 @@ static void uring_queue_stats(struct mq_dev *dev, void *priv,
 	s->reaper_runs += atomic_load(&uq->reaps);
 	s->reaped += atomic_load(&uq->reaped);
 	s->reaper_cs += mq_thread_cs(atomic_load(&uq->reaper_tid));
-	if (uq->index == 0 && uq->ud->nvme)
-		mq_uring_nvme_stats(uq->ud, s);	/* per device, counted once */
+	if (uq->index == 0 && uq->ud->cs->stats)
+		uq->ud->cs->stats(uq->ud, s);	/* per device, counted once */
 }
 
-/* One driver, two names: what the rings carry (uring_rw or NVMe). */
-#define URING_OPS(drv_name) {					\
-	.name = drv_name,					\
-	.queue_init = uring_queue_init,				\
-	.queue_exit = uring_queue_exit,				\
-	.queue_rq = uring_queue_rq,				\
-	.commit_rqs = uring_commit_rqs,				\
-	.queue_stats = uring_queue_stats,			\
-	.poll = uring_poll,					\
-	.poll_fd = uring_poll_fd,				\
-	.close = uring_close,					\
-}
-static const struct mq_dev_ops uring_ops = URING_OPS("uring");
-static const struct mq_dev_ops uring_nvme_ops = URING_OPS("nvme");
-
-/*
- * An image file's exclusive flock, retried every 100 ms for @wait_ms:
- * an unmounted daemon may hold it for a moment while it finishes.
- */
-static int uring_lock_file(int fd, const char *path, unsigned wait_ms)
-{
-	bool said = false;
-
-	for (unsigned waited = 0;; waited += 100) {
-		if (!flock(fd, LOCK_EX | LOCK_NB))
-			return 0;
-		if (errno != EWOULDBLOCK)
-			return 0;	/* no flock here (some network fs) */
-		if (waited >= wait_ms)
-			return -EBUSY;
-		if (!said)
-			fprintf(stderr, "mqfs: %s is in use; waiting up to %u "
-				"s for it\n", path, (wait_ms + 999) / 1000);
-		said = true;
-		usleep(100 * 1000);
-	}
-}
-
-/*
- * Which command set serves @st under @c->driver: -ENOTBLK when none can
- * (a char device that is not an NVMe generic one, a directory...), or
- * when the one forced does not fit the path.
- */
-static int uring_pick_cmdset(const struct stat *st,
-			     const struct mq_uring_config *c,
-			     const struct uring_cmdset **cs)
-{
-	bool nvme = S_ISCHR(st->st_mode) && mq_uring_nvme_is_generic(st);
-	bool rw = S_ISBLK(st->st_mode) || S_ISREG(st->st_mode);
-
-	switch (c->driver) {
-	case MQ_URING_DRIVER_AUTO:
-		break;
-	case MQ_URING_DRIVER_RW:
-		nvme = false;
-		break;
-	case MQ_URING_DRIVER_NVME:	/* even where sysfs cannot tell */
-		nvme = S_ISCHR(st->st_mode);
-		rw = false;
-		break;
-	}
-	*cs = nvme ? &mq_uring_nvme_cmdset : &uring_rw_cmdset;
-	return nvme || rw ? 0 : -ENOTBLK;
-}
-
-/*
- * O_DIRECT, read-write unless asked otherwise; with @c->exclusive two
- * users must never share the device: O_EXCL for a block device, a flock
- * for an image file or an NVMe generic device (whose open has no O_EXCL;
- * the flock keeps two mqfs programs apart, not other users).
- */
-static int uring_open_fd(const char *path, const struct mq_uring_config *c,
-			 bool *is_bdev, const struct uring_cmdset **cs)
-{
-	int flags = (c->readonly ? O_RDONLY : O_RDWR) | O_CLOEXEC;
-	struct stat st;
-	int fd, err;
-
-	if (stat(path, &st))
-		return -errno;
-	err = uring_pick_cmdset(&st, c, cs);
-	if (err)
-		return err;
-	*is_bdev = S_ISBLK(st.st_mode);
-	if (*cs == &uring_rw_cmdset)
-		flags |= O_DIRECT;
-	if (*is_bdev && c->exclusive)
-		flags |= O_EXCL;
-	fd = open(path, flags);
-	if (fd < 0)
-		return -errno;
-	if (!*is_bdev && c->exclusive) {
-		err = uring_lock_file(fd, path, c->lock_wait_ms);
-		if (err) {
-			close(fd);
-			return err;
-		}
-	}
-	return fd;
-}
-
-const char *mq_uring_open_hint(int err)
-{
-	switch (err) {
-	case -ENOTBLK:
-		return " (not a regular file, block device or NVMe generic "
-		       "device /dev/ngXnY)";
-	case -EBUSY:
-		return " (mounted or in use: unmount it first)";
-	case -EROFS:
-	case -EACCES:
-		return " (read-only here: mount with -o ro, check with -n)";
-	default:
-		return "";
-	}
-}
-
-int mq_uring_in_use(const char *path)
-{
-	struct stat st;
-	int fd, ret = 0;
-
-	if (stat(path, &st))
-		return -errno;
-	if (S_ISBLK(st.st_mode)) {
-		fd = open(path, O_RDONLY | O_EXCL | O_CLOEXEC);
-		if (fd < 0)
-			return errno == EBUSY ? 1 : -errno;
-		close(fd);
-		return 0;
-	}
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	if (flock(fd, LOCK_SH | LOCK_NB))
-		ret = errno == EWOULDBLOCK ? 1 : 0;
-	close(fd);
-	/* An NVMe namespace is also in use when its block device is. */
-	if (!ret && S_ISCHR(st.st_mode) && mq_uring_nvme_is_generic(&st))
-		ret = mq_uring_nvme_in_use(&st);
-	return ret;
-}
-
-/* Geometry and the configuration's checks, by command set. */
-static int uring_setup(struct uring_dev *ud)
-{
-	int ret;
-
-	if (ud->cs == &mq_uring_nvme_cmdset)
-		return mq_uring_nvme_setup(ud);
-	ret = mq_geometry_probe(ud->fd, &ud->dev.geo, &ud->is_bdev);
-	if (ret)
-		return ret;
-	if (ud->cfg.iopoll && !mq_geometry_poll_capable(ud->fd)) {
-		fprintf(stderr, "mqfs: uring %s: iopoll needs a block device "
-			"with poll queues (queue/io_poll = 1)\n", ud->dev.name);
-		return -EOPNOTSUPP;
-	}
-	return 0;
-}
-
-int mq_uring_open(const char *path, const struct mq_uring_config *cfg,
-		  struct mq_dev **out)
-{
-	struct uring_dev *ud = calloc(1, sizeof(*ud));
-	bool is_bdev = false;
-	int ret;
-
-	*out = NULL;
-	if (!ud)
-		return -ENOMEM;
-	ud->cfg = *cfg;
-	if (!ud->cfg.queue_depth)
-		ud->cfg.queue_depth = 128;
-	snprintf(ud->dev.name, sizeof(ud->dev.name), "%s", path);
-	ret = mq_uring_probe();
-	if (ret)
-		goto err_free;
-	ret = ud->fd = uring_open_fd(path, cfg, &is_bdev, &ud->cs);
-	if (ret < 0)
-		goto err_free;		/* the caller says why: open_hint */
-	ret = uring_setup(ud);
-	if (ret)
-		goto err_close;
-	ud->dev.geo.read_only = cfg->readonly;
-	ud->fixed_file = !ud->cfg.no_fixed_files;
-	ud->dev.geo.queue_depth = ud->cfg.queue_depth;
-	if (!ud->dev.geo.max_segments)
-		ud->dev.geo.max_segments = URING_MAX_SEGS;
-	ud->dev.ops = ud->cs == &mq_uring_nvme_cmdset ? &uring_nvme_ops
-						   : &uring_ops;
-	ud->dev.rq_pdu_size = ud->cs->pdu_size;
-	ud->dev.polled = ud->cfg.caller_reap;
-	ud->dev.geo.nr_poll_queues = URING_MAX_POLL_QUEUES;
-	ud->queues = calloc(ud->dev.geo.nr_hw_queues + URING_MAX_POLL_QUEUES,
-			    sizeof(*ud->queues));
-	if (!ud->queues) {
-		ret = -ENOMEM;
-		goto err_close;
-	}
-	*out = &ud->dev;
-	return 0;
-err_close:
-	mq_uring_nvme_free(ud);
-	close(ud->fd);
-err_free:
-	free(ud);
-	return ret;
-}
+/* One driver; each device copies it under its command set's name. */
+const struct mq_dev_ops mq_uring_ops = {
+	.queue_init = uring_queue_init,
+	.queue_exit = uring_queue_exit,
+	.queue_rq = uring_queue_rq,
+	.commit_rqs = uring_commit_rqs,
+	.queue_stats = uring_queue_stats,
+	.poll = uring_poll,
+	.poll_fd = uring_poll_fd,
+	.close = uring_close,
+};

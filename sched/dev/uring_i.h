@@ -1,10 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * uring_i.h - the io_uring driver's device and rings, shared by its files:
- * uring.c owns the rings (submission, reaping, polling, teardown) and the
- * command set of files and block devices (read/write/fsync/fallocate);
- * nvme.c is the NVMe command set (IORING_OP_URING_CMD on /dev/ngXnY).
- * A command set turns requests into SQEs and CQEs back into statuses.
+ * uring.c owns the rings (submission, reaping, polling, teardown),
+ * uring_open.c opens a path with the command set that serves it,
+ * uring_rw.c is the command set of files and block devices
+ * (read/write/fsync/fallocate), nvme.c the NVMe command set
+ * (IORING_OP_URING_CMD on /dev/ngXnY).  A command set turns requests into
+ * SQEs and CQEs back into statuses, and says what its device needs at
+ * open, close and in the figures: the rings know none by name.
  */
 #ifndef MQFS_SCHED_DEV_URING_I_H
 #define MQFS_SCHED_DEV_URING_I_H
@@ -22,8 +25,13 @@ struct uring_dev;
 struct nvme_ns;
 struct stat;
 
-/* Named by the device's ops table (uring.c's "uring" and "nvme"). */
+#define URING_MAX_SEGS		128
+/* Rings with no reaper a queue may ask for besides (poll queues). */
+#define URING_MAX_POLL_QUEUES	32u
+
 struct uring_cmdset {
+	const char *name;		/* the driver's name: "uring", "nvme" */
+	bool direct;			/* the path is opened O_DIRECT */
 	unsigned ring_flags;		/* IORING_SETUP_ flags it needs */
 	size_t pdu_size;		/* per-request context */
 	/*
@@ -43,10 +51,22 @@ struct uring_cmdset {
 	 * Any thread that reaps the ring; concurrently with the submitter.
 	 */
 	bool (*cqe)(struct uring_dev *ud, struct mq_request *rq, int res);
+	/* Chosen by the path (driver=auto): does it serve @st? */
+	bool (*serves)(const struct stat *st);
+	/* After open: fill @ud->dev.geo, check the configuration. */
+	int (*setup)(struct uring_dev *ud);
+	/* Undo setup, also after a setup that failed (NULL: nothing). */
+	void (*free)(struct uring_dev *ud);
+	/* 1 when what backs @st is in use besides its own open (NULL: no
+	 * more than the open's lock says). */
+	int (*in_use)(const struct stat *st);
+	/* Add the device's own figures, once per device (NULL: none). */
+	void (*stats)(struct uring_dev *ud, struct mq_dev_queue_stats *s);
 };
 
 struct uring_dev {
 	struct mq_dev dev;
+	struct mq_dev_ops ops;		/* mq_uring_ops, named by @cs */
 	struct mq_uring_config cfg;
 	const struct uring_cmdset *cs;
 	int fd;
@@ -92,16 +112,13 @@ int mq_uring_fixed_index(const struct uring_dev *ud, const void *buf,
 /* The fd an SQE names: 0 when the file is registered (IOSQE_FIXED_FILE). */
 int mq_uring_sqe_fd(const struct uring_dev *ud);
 
-/* nvme.c */
+/* uring.c: the driver's operations, the name left to the command set. */
+extern const struct mq_dev_ops mq_uring_ops;
+
+/* The command sets: uring_rw.c, nvme.c. */
+extern const struct uring_cmdset mq_uring_rw_cmdset;
 extern const struct uring_cmdset mq_uring_nvme_cmdset;
 /* Is @st an NVMe generic character device (/dev/ngXnY)? */
 bool mq_uring_nvme_is_generic(const struct stat *st);
-/* Identify the namespace behind @ud->fd and fill @ud->dev.geo. */
-int mq_uring_nvme_setup(struct uring_dev *ud);
-void mq_uring_nvme_free(struct uring_dev *ud);
-/* 1 when the block device of the NVMe generic device @st is in use. */
-int mq_uring_nvme_in_use(const struct stat *st);
-/* Add the namespace's status figures to @s. */
-void mq_uring_nvme_stats(struct uring_dev *ud, struct mq_dev_queue_stats *s);
 
 #endif /* MQFS_SCHED_DEV_URING_I_H */
