@@ -97,6 +97,12 @@ struct mqfs_entry {
  * strings for the front end's convenience. */
 int mqfs_lookup(struct mqfs_fs *fs, uint64_t parent, const char *name,
 		struct mqfs_entry *e);
+/*
+ * The inode of a file handle by number (nlookup + 1), cached or not:
+ * -ESTALE for a free number or an inode without links that no open
+ * file keeps.  The caller compares the generation.
+ */
+int mqfs_lookup_handle(struct mqfs_fs *fs, uint64_t ino, struct mqfs_entry *e);
 void mqfs_forget(struct mqfs_fs *fs, uint64_t ino, uint64_t nlookup);
 int mqfs_getattr(struct mqfs_fs *fs, uint64_t ino, struct stat *st);
 

@@ -565,6 +565,8 @@ void mqfs_igrab(struct mqfs_fs *fs, struct mqfs_ino *ip);
 void mqfs_ino_lookup_inc(struct mqfs_fs *fs, struct mqfs_ino *ip);
 void mqfs_ino_open_inc(struct mqfs_fs *fs, struct mqfs_ino *ip);
 void mqfs_ino_open_dec(struct mqfs_fs *fs, struct mqfs_ino *ip);
+/* Does an open file keep @ip (open_count, under the cache lock)? */
+bool mqfs_ino_is_open(struct mqfs_fs *fs, struct mqfs_ino *ip);
 void mqfs_ino_dio_start(struct mqfs_ino *ip);
 void mqfs_ino_dio_end(struct mqfs_ino *ip);
 /* Wait for unlocked I/O to drain (caller holds ip->lock exclusively). */

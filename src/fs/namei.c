@@ -151,6 +151,13 @@ int mqfs_nm_still(struct mqfs_fs *fs, struct mqfs_ino *dp,
 
 /* ---- lookup ------------------------------------------------------------ */
 
+/* A removed directory has no parent left to name (a handle's ".."). */
+static int nm_parent_of(struct mqfs_ino *dp, uint64_t *ino)
+{
+	*ino = dp->d.parent;
+	return dp->d.nlink ? 0 : -ENOENT;
+}
+
 int mqfs_lookup(struct mqfs_fs *fs, uint64_t parent, const char *name,
 		struct mqfs_entry *e)
 {
@@ -167,7 +174,7 @@ int mqfs_lookup(struct mqfs_fs *fs, uint64_t parent, const char *name,
 	if (!strcmp(name, "."))
 		ino = dp->ino;
 	else if (!strcmp(name, ".."))
-		ino = dp->d.parent;
+		err = nm_parent_of(dp, &ino);
 	else
 		err = mqfs_dir_lookup(fs, dp, name, len, &ino, NULL);
 	if (!err)
@@ -178,6 +185,29 @@ int mqfs_lookup(struct mqfs_fs *fs, uint64_t parent, const char *name,
 	if (ip)
 		mqfs_iput(fs, ip);
 	mqfs_iput(fs, dp);
+	return err;
+}
+
+/*
+ * The inode a file handle names, when the kernel no longer has it:
+ * any inode number, whether or not the front end ever looked it up.
+ * A free number, or an inode whose last link is gone and which no
+ * open file keeps, is stale; the kernel compares the generation.
+ */
+int mqfs_lookup_handle(struct mqfs_fs *fs, uint64_t ino, struct mqfs_entry *e)
+{
+	struct mqfs_ino *ip;
+	int err = mqfs_iget(fs, ino, &ip);
+
+	if (err)
+		return err == -ENOENT ? -ESTALE : err;
+	pthread_rwlock_rdlock(&ip->lock);
+	if (!ip->d.nlink && !mqfs_ino_is_open(fs, ip))
+		err = -ESTALE;
+	else
+		nm_entry(fs, ip, e);
+	pthread_rwlock_unlock(&ip->lock);
+	mqfs_iput(fs, ip);
 	return err;
 }
 

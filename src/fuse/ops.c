@@ -82,6 +82,12 @@ static void reply_attr(struct mqfs_req *r, int ret, const struct stat *st)
 
 /* ---- names and attributes ----------------------------------------------- */
 
+/*
+ * "." comes only from a file handle the kernel no longer has an inode
+ * for (fuse_get_dentry): the node is any inode number, of any type,
+ * perhaps never looked up.  ".." of a directory, from a handle too
+ * (fuse_get_parent), is the filesystem's usual lookup.
+ */
 static void op_lookup(struct mqfs_req *r)
 {
 	const char *name = r->m.name[0];
@@ -92,7 +98,10 @@ static void op_lookup(struct mqfs_req *r)
 		mqfs_ops_ctl_lookup(r);
 		return;
 	}
-	ret = mqfs_lookup(r->d->fs, req_ino(r), name, &e);
+	if (!strcmp(name, "."))
+		ret = mqfs_lookup_handle(r->d->fs, req_ino(r), &e);
+	else
+		ret = mqfs_lookup(r->d->fs, req_ino(r), name, &e);
 	if (ret == -ENOENT)
 		mqfs_reply_noent(r, OPS_TIMEOUT);
 	else

@@ -27,6 +27,7 @@ FUSE_INTEGRATION_TESTS = \
 	tests/integration/ionice.sh \
 	tests/integration/transport.sh \
 	tests/integration/uring.sh \
+	tests/integration/handles.sh \
 	tests/integration/tools-mkfs.sh \
 	tests/integration/tools-fsck.sh
 

@@ -196,6 +196,81 @@ START_TEST(test_mknod_errors)
 }
 END_TEST
 
+/*
+ * A file handle names an inode by number and generation; the kernel
+ * asks for it by number (LOOKUP of ".") once it has forgotten it, and
+ * for a directory's parent (".."), cached or not.  Stale: a free
+ * number, and an inode without links that no open file keeps; a reused
+ * number has another generation.
+ */
+static int tn_handle(struct t_fs *t, uint64_t ino, struct mqfs_entry *e)
+{
+	int err = mqfs_lookup_handle(t->fs, ino, e);
+
+	if (!err)
+		mqfs_forget(t->fs, ino, 1);
+	return err;
+}
+
+START_TEST(test_lookup_handle)
+{
+	struct mqfs_entry e, h;
+	struct mqfs_file *of;
+	uint64_t f, d, sub;
+	struct t_fs t;
+
+	t_fs_make(&t, 32 * T_FS_MIB);
+	ck_assert_int_eq(mqfs_mknod(t.fs, TN_ROOT, "f", S_IFREG | 0644, 0, 0,
+				    0, &e), 0);
+	f = e.ino;
+	mqfs_forget(t.fs, f, 1);
+	d = tn_mk(&t, TN_ROOT, "d", S_IFDIR | 0755);
+	sub = tn_mk(&t, d, "sub", S_IFDIR | 0755);
+	mqfs_forget(t.fs, d, 1);
+	t_fs_remount(&t);
+	/* Any type, never looked up on this mount, counted like a lookup. */
+	ck_assert_int_eq(mqfs_lookup_handle(t.fs, f, &h), 0);
+	ck_assert_uint_eq(h.ino, f);
+	ck_assert_uint_eq(h.generation, e.generation);
+	ck_assert_uint_eq(tn_nlookup(&t, f), 1);
+	mqfs_forget(t.fs, f, 1);
+	ck_assert_int_eq(tn_handle(&t, sub, &h), 0);
+	ck_assert(S_ISDIR(h.st.st_mode));
+	ck_assert_uint_eq(tn_ino(&t, sub, ".."), d);
+	ck_assert_uint_eq(tn_ino(&t, d, ".."), TN_ROOT);
+	/* Numbers that name nothing. */
+	ck_assert_int_eq(tn_handle(&t, 0, &h), -ESTALE);
+	ck_assert_int_eq(tn_handle(&t, sub + 1, &h), -ESTALE);
+	ck_assert_int_eq(tn_handle(&t, UINT64_MAX, &h), -ESTALE);
+	/* Unlinked: stale unless an open file keeps it. */
+	ck_assert_int_eq(mqfs_open(t.fs, f, O_RDWR, &of), 0);
+	ck_assert_int_eq(mqfs_unlink(t.fs, TN_ROOT, "f"), 0);
+	ck_assert_int_eq(tn_handle(&t, f, &h), 0);
+	ck_assert_int_eq(mqfs_lookup_handle(t.fs, f, &h), 0);	/* held */
+	ck_assert_int_eq(mqfs_release(t.fs, of), 0);
+	ck_assert_int_eq(tn_handle(&t, f, &h), -ESTALE);
+	mqfs_forget(t.fs, f, 1);
+	ck_assert(tn_gone(&t, f));
+	ck_assert_int_eq(tn_handle(&t, f, &h), -ESTALE);
+	/* A removed directory: stale, and no parent to name. */
+	ck_assert_int_eq(mqfs_lookup_handle(t.fs, sub, &h), 0);	/* held */
+	ck_assert_int_eq(mqfs_rmdir(t.fs, d, "sub"), 0);
+	ck_assert_int_eq(tn_handle(&t, sub, &h), -ESTALE);
+	ck_assert_int_eq(mqfs_lookup(t.fs, sub, "..", &h), -ENOENT);
+	mqfs_forget(t.fs, sub, 1);
+	/* The number again, another generation: the old handle is stale. */
+	ck_assert_int_eq(mqfs_mknod(t.fs, TN_ROOT, "g", S_IFREG | 0644, 0, 0,
+				    0, &h), 0);
+	ck_assert_uint_eq(h.ino, f);
+	ck_assert_uint_ne(h.generation, e.generation);
+	mqfs_forget(t.fs, f, 1);
+	t_fs_remount(&t);
+	ck_assert_int_eq(tn_handle(&t, f, &h), 0);
+	ck_assert_uint_ne(h.generation, e.generation);
+	t_fs_destroy(&t);
+}
+END_TEST
+
 /* ---- symlinks ---------------------------------------------------------- */
 
 START_TEST(test_symlink)
@@ -753,6 +828,7 @@ static Suite *namei_suite(void)
 
 	tcase_add_test(tc, test_mknod_types);
 	tcase_add_test(tc, test_mknod_errors);
+	tcase_add_test(tc, test_lookup_handle);
 	tcase_add_test(tc, test_symlink);
 	tcase_add_test(tc, test_link);
 	tcase_add_test(tc, test_unlink_orphan);
