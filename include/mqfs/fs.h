@@ -133,6 +133,14 @@ int mqfs_mknod(struct mqfs_fs *fs, uint64_t parent, const char *name,
 int mqfs_symlink(struct mqfs_fs *fs, uint64_t parent, const char *name,
 		 const char *target, uid_t uid, gid_t gid,
 		 struct mqfs_entry *e);
+/*
+ * A regular file without a name (O_TMPFILE) in directory @parent: no
+ * links, freed at its last forget and release, or by the next mount
+ * after a crash, unless mqfs_link names it first.
+ */
+int mqfs_tmpfile(struct mqfs_fs *fs, uint64_t parent, mode_t mode,
+		 uid_t uid, gid_t gid, struct mqfs_entry *e);
+/* An O_TMPFILE gets its first name; another inode without links: ENOENT. */
 int mqfs_link(struct mqfs_fs *fs, uint64_t ino, uint64_t newparent,
 	      const char *newname, struct mqfs_entry *e);
 int mqfs_unlink(struct mqfs_fs *fs, uint64_t parent, const char *name);

@@ -494,6 +494,9 @@ struct mqfs_ino {
 	uint64_t nlookup;		/* FUSE lookups not yet forgotten */
 	unsigned open_count;
 	bool deleted;			/* freed: must not be written again */
+	/* An O_TMPFILE never linked: the one inode without links that
+	 * mqfs_link names (the kernel's I_LINKABLE); under @lock. */
+	bool linkable;
 	/* Data I/O in flight without the lock (mqfs_ino_dio_*). */
 	struct mq_inflight dio;
 	/* Times changed in memory only: on the icache's lazy list (inode.c,

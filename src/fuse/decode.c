@@ -75,6 +75,7 @@ static const struct dec_layout dec_layouts[MQFS_FUSE_OPCODE_MAX] = {
 	L(FUSE_RENAME2, fuse_rename2_in, 2),
 	L(FUSE_LSEEK, fuse_lseek_in, 0),
 	L(FUSE_SYNCFS, fuse_syncfs_in, 0),
+	L(FUSE_TMPFILE, fuse_create_in, 1),	/* 7.37; the name is "/" */
 };
 
 #undef L

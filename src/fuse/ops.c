@@ -384,16 +384,30 @@ static void op_open(struct mqfs_req *r)
 		mqfs_release(d->fs, f);
 }
 
-static void op_create(struct mqfs_req *r)
+/* O_TMPFILE: a file without a name in the node's directory (no links). */
+static int make_tmpfile(struct mqfs_req *r, mode_t mode, struct mqfs_entry *e)
+{
+	uid_t uid;
+	gid_t gid;
+	int ret = new_owner(r, req_ino(r), &mode, &uid, &gid);
+
+	if (!ret)
+		ret = mqfs_tmpfile(r->d->fs, req_ino(r), mode, uid, gid, e);
+	return ret;
+}
+
+/* CREATE and TMPFILE: the new file, opened. */
+static void create_open(struct mqfs_req *r, bool tmpfile)
 {
 	const struct fuse_create_in *in = req_arg(r);
+	mode_t mode = S_IFREG | (in->mode & 07777);
 	struct mqfs_daemon *d = r->d;
 	struct mqfs_file *f = NULL;
 	struct mqfs_entry e;
 	uint32_t fopen;
 	int ret;
 
-	ret = make_node(r, S_IFREG | (in->mode & 07777), 0, &e);
+	ret = tmpfile ? make_tmpfile(r, mode, &e) : make_node(r, mode, 0, &e);
 	if (!ret) {
 		ret = mqfs_open(d->fs, e.ino, open_flags(d, (int)in->flags), &f);
 		if (ret)
@@ -409,6 +423,16 @@ static void op_create(struct mqfs_req *r)
 		mqfs_release(d->fs, f);
 		forget_ino(d, e.ino, 1);
 	}
+}
+
+static void op_create(struct mqfs_req *r)
+{
+	create_open(r, false);
+}
+
+static void op_tmpfile(struct mqfs_req *r)
+{
+	create_open(r, true);
 }
 
 /* ---- data ------------------------------------------------------------------ */
@@ -768,6 +792,7 @@ static const mqfs_op_fn fs_ops[MQFS_FUSE_OPCODE_MAX] = {
 	[FUSE_RENAME2] = op_rename2,
 	[FUSE_LSEEK] = op_lseek,
 	[FUSE_SYNCFS] = op_syncfs,
+	[FUSE_TMPFILE] = op_tmpfile,
 };
 
 void mqfs_ops_dispatch(struct mqfs_req *r)

@@ -28,6 +28,7 @@ FUSE_INTEGRATION_TESTS = \
 	tests/integration/transport.sh \
 	tests/integration/uring.sh \
 	tests/integration/handles.sh \
+	tests/integration/tmpfile.sh \
 	tests/integration/tools-mkfs.sh \
 	tests/integration/tools-fsck.sh
 

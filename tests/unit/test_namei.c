@@ -2,7 +2,8 @@
 /*
  * test_namei.c - the namespace calls of fs.h (src/fs/namei.c,
  * rename.c): lookup, mknod of every type, symlinks, hard links, unlink
- * and rmdir with the orphan list, readlink and readdir cookies, and
+ * and rmdir with the orphan list, O_TMPFILE, file handles' lookups,
+ * readlink and readdir cookies, and
  * rename under concurrent namespace changes, on a ram-device
  * filesystem; every errno the calls document.  Rename's own forms are
  * test_rename.c's.
@@ -267,6 +268,59 @@ START_TEST(test_lookup_handle)
 	t_fs_remount(&t);
 	ck_assert_int_eq(tn_handle(&t, f, &h), 0);
 	ck_assert_uint_ne(h.generation, e.generation);
+	t_fs_destroy(&t);
+}
+END_TEST
+
+/*
+ * O_TMPFILE: a file born without links, on the orphan list; a link
+ * takes it off, a last forget without one frees it, and so does the
+ * mount after a crash.
+ */
+START_TEST(test_tmpfile)
+{
+	struct mqfs_entry e, l;
+	uint64_t ffree, d;
+	struct t_fs t;
+
+	t_fs_make_opts(&t, 32 * T_FS_MIB, 0, true);
+	ffree = tn_free_inodes(&t);
+	d = tn_mk(&t, TN_ROOT, "d", S_IFDIR | 02775);
+	ck_assert_int_eq(mqfs_tmpfile(t.fs, d, 0640, 7, 8, &e), 0);
+	ck_assert_uint_eq(e.st.st_nlink, 0);
+	ck_assert_uint_eq(e.st.st_mode, S_IFREG | 0640);
+	ck_assert_uint_eq(e.st.st_uid, 7);
+	ck_assert_uint_eq(mqfs_sb(t.fs)->orphan_head, e.ino);
+	ck_assert_uint_eq(tn_ino(&t, d, ".."), TN_ROOT);	/* no entry */
+	ck_assert_int_eq(mqfs_link(t.fs, e.ino, d, "named", &l), 0);
+	ck_assert_uint_eq(l.st.st_nlink, 1);
+	ck_assert_uint_eq(mqfs_sb(t.fs)->orphan_head, 0);
+	mqfs_forget(t.fs, e.ino, 2);
+	t_fs_remount(&t);
+	ck_assert_uint_eq(tn_ino(&t, d, "named"), e.ino);
+	ck_assert_uint_eq(tn_nlink(&t, e.ino), 1);
+	/* Never linked: freed at the last forget. */
+	ck_assert_int_eq(mqfs_tmpfile(t.fs, d, 0600, 0, 0, &e), 0);
+	ck_assert_uint_eq(tn_free_inodes(&t), ffree - 3);
+	mqfs_forget(t.fs, e.ino, 1);
+	ck_assert(tn_gone(&t, e.ino));
+	ck_assert_uint_eq(mqfs_sb(t.fs)->orphan_head, 0);
+	ck_assert_uint_eq(tn_free_inodes(&t), ffree - 2);
+	/* Held at a crash: freed by the next mount. */
+	ck_assert_int_eq(mqfs_tmpfile(t.fs, d, 0600, 0, 0, &e), 0);
+	ck_assert_int_eq(mqfs_sync(t.fs), 0);
+	t_fs_crash(&t);
+	ck_assert(tn_gone(&t, e.ino));
+	ck_assert_uint_eq(mqfs_sb(t.fs)->orphan_head, 0);
+	ck_assert_uint_eq(tn_free_inodes(&t), ffree - 2);
+	/* Not in a removed directory, nor in a file. */
+	ck_assert_int_eq(mqfs_tmpfile(t.fs, tn_ino(&t, d, "named"), 0600, 0,
+				      0, &e), -ENOTDIR);
+	ck_assert_int_eq(mqfs_unlink(t.fs, d, "named"), 0);
+	ck_assert_int_eq(mqfs_lookup_handle(t.fs, d, &l), 0);	/* held */
+	ck_assert_int_eq(mqfs_rmdir(t.fs, TN_ROOT, "d"), 0);
+	ck_assert_int_eq(mqfs_tmpfile(t.fs, d, 0600, 0, 0, &e), -ENOENT);
+	mqfs_forget(t.fs, d, 1);
 	t_fs_destroy(&t);
 }
 END_TEST
@@ -829,6 +883,7 @@ static Suite *namei_suite(void)
 	tcase_add_test(tc, test_mknod_types);
 	tcase_add_test(tc, test_mknod_errors);
 	tcase_add_test(tc, test_lookup_handle);
+	tcase_add_test(tc, test_tmpfile);
 	tcase_add_test(tc, test_symlink);
 	tcase_add_test(tc, test_link);
 	tcase_add_test(tc, test_unlink_orphan);

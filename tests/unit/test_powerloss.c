@@ -4,9 +4,9 @@
  *
  * Each scenario (create and write, overwrite and append, rename over a
  * file and unlink, truncate down and up through a hole, fallocate,
- * xattrs, mkdir and rmdir, dontcache write-behind with fsync) is run
- * once on a fault device with a volatile write cache to count its
- * write-like requests (writes and flushes), N.  Then it is run again for
+ * xattrs, mkdir and rmdir, dontcache write-behind with fsync, O_TMPFILE
+ * files linked or not) is run once on a fault device with a volatile
+ * write cache to count its write-like requests (writes and flushes), N.  Then it is run again for
  * every k = 1 .. N + 1 with the power cut just before its kth write
  * (N + 1: after its end), once losing every unflushed sector (LOSE) and
  * once writing a seeded subset of them first (TORN).  After each cut:
@@ -237,6 +237,46 @@ static void pl_removexattr(struct pl *p, const char *name)
 					    PL_XATTR), "removexattr");
 }
 
+/*
+ * An O_TMPFILE written through its handle, then (with @name) linked
+ * there: the name appears with its data at the link, never before; one
+ * never linked is gone at its release, or at the mount after a cut.
+ */
+static void pl_tmpfile(struct pl *p, const char *name, size_t len,
+		       unsigned seed)
+{
+	uint8_t *buf = aligned_alloc(4096, (len + 4095) & ~(size_t)4095);
+	struct mqfs_entry t, l;
+	struct mqfs_file *f;
+	struct pl_ent *e;
+	ssize_t ret;
+
+	if (p->dead || pl_failed(p, mqfs_tmpfile(p->t.fs, MQFS_ROOT_INO, 0644,
+						 0, 0, &t), "tmpfile")) {
+		free(buf);
+		return;
+	}
+	pl_fill(buf, 0, len, seed);
+	if (!pl_failed(p, mqfs_open(p->t.fs, t.ino, O_RDWR, &f), "open")) {
+		ret = t_write(p->t.fs, f, 0, buf, len);
+		if (!pl_failed(p, ret, "write") && name) {
+			e = &p->cur.e[pl_idx(name)];
+			memset(e, 0, sizeof(*e));
+			e->exists = true;
+			e->size = (uint32_t)len;
+			memcpy(e->data, buf, len);
+			pl_push(p);
+			ret = mqfs_link(p->t.fs, t.ino, MQFS_ROOT_INO, name, &l);
+			if (!pl_failed(p, ret, "link"))
+				mqfs_forget(p->t.fs, t.ino, 1);
+		}
+		(void)pl_failed(p, mqfs_flush(p->t.fs, f), "flush");
+		(void)mqfs_release(p->t.fs, f);
+	}
+	mqfs_forget(p->t.fs, t.ino, 1);
+	free(buf);
+}
+
 /* Everything so far is durable once it returns. */
 static void pl_sync(struct pl *p)
 {
@@ -327,6 +367,16 @@ static void sc_dontcache(struct pl *p)
 	pl_fsync(p, "a");
 }
 
+static void sc_tmpfile(struct pl *p)
+{
+	pl_tmpfile(p, "a", 12288, 1);
+	pl_sync(p);
+	pl_tmpfile(p, NULL, 8192, 2);		/* never linked */
+	pl_tmpfile(p, "b", 8192, 3);
+	pl_unlink(p, "a");
+	pl_sync(p);
+}
+
 static const struct {
 	const char *name;
 	void (*run)(struct pl *p);
@@ -336,6 +386,7 @@ static const struct {
 	{ "truncate", sc_truncate },
 	{ "fallocate_xattr", sc_fallocate_xattr },
 	{ "dontcache", sc_dontcache },
+	{ "tmpfile", sc_tmpfile },
 };
 
 /* ---- the checks after a cut ------------------------------------------------ */
