@@ -148,6 +148,16 @@ int mqfs_rmdir(struct mqfs_fs *fs, uint64_t parent, const char *name);
 /* @flags: 0, RENAME_NOREPLACE or RENAME_EXCHANGE. */
 int mqfs_rename(struct mqfs_fs *fs, uint64_t parent, const char *name,
 		uint64_t newparent, const char *newname, unsigned flags);
+/*
+ * @flags: RENAME_WHITEOUT, alone or with RENAME_NOREPLACE: a rename
+ * that leaves a whiteout (a character device 0/0, mode 0, owned by
+ * @uid:@gid) at @name in the same transaction.  The caller checks
+ * CAP_MKNOD (the kernel does).
+ */
+int mqfs_rename_whiteout(struct mqfs_fs *fs, uint64_t parent,
+			 const char *name, uint64_t newparent,
+			 const char *newname, unsigned flags, uid_t uid,
+			 gid_t gid);
 /* Target into @buf (NUL-terminated, truncated to @size - 1). */
 int mqfs_readlink(struct mqfs_fs *fs, uint64_t ino, char *buf, size_t size);
 

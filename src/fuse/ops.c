@@ -269,6 +269,25 @@ static void op_rmdir(struct mqfs_req *r)
 		       mqfs_rmdir(r->d->fs, req_ino(r), name));
 }
 
+/*
+ * RENAME_WHITEOUT's whiteout is a new inode at the old name, owned as a
+ * node made there (the kernel checked CAP_MKNOD).
+ */
+static int rename_whiteout(struct mqfs_req *r, uint64_t newdir,
+			   unsigned flags)
+{
+	mode_t mode = S_IFCHR;
+	uid_t uid;
+	gid_t gid;
+	int ret = new_owner(r, req_ino(r), &mode, &uid, &gid);
+
+	if (!ret)
+		ret = mqfs_rename_whiteout(r->d->fs, req_ino(r), r->m.name[0],
+					   newdir, r->m.name[1], flags, uid,
+					   gid);
+	return ret;
+}
+
 static void rename_common(struct mqfs_req *r, uint64_t newdir, unsigned flags)
 {
 	const char *name = r->m.name[0], *newname = r->m.name[1];
@@ -277,6 +296,8 @@ static void rename_common(struct mqfs_req *r, uint64_t newdir, unsigned flags)
 	if (ctl_name_err(r, req_ino(r), name) ||
 	    ctl_name_err(r, newdir, newname))
 		ret = -EPERM;
+	else if (flags & RENAME_WHITEOUT)
+		ret = rename_whiteout(r, newdir, flags);
 	else
 		ret = mqfs_rename(r->d->fs, req_ino(r), name, newdir, newname,
 				  flags);

@@ -29,6 +29,7 @@ FUSE_INTEGRATION_TESTS = \
 	tests/integration/uring.sh \
 	tests/integration/handles.sh \
 	tests/integration/tmpfile.sh \
+	tests/integration/renameat2.sh \
 	tests/integration/tools-mkfs.sh \
 	tests/integration/tools-fsck.sh
 

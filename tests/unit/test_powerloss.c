@@ -5,11 +5,12 @@
  * Each scenario (create and write, overwrite and append, rename over a
  * file and unlink, truncate down and up through a hole, fallocate,
  * xattrs, mkdir and rmdir, dontcache write-behind with fsync, O_TMPFILE
- * files linked or not) is run once on a fault device with a volatile
- * write cache to count its write-like requests (writes and flushes), N.  Then it is run again for
- * every k = 1 .. N + 1 with the power cut just before its kth write
- * (N + 1: after its end), once losing every unflushed sector (LOSE) and
- * once writing a seeded subset of them first (TORN).  After each cut:
+ * files linked or not, renameat2's exchange and whiteout) is run once on
+ * a fault device with a volatile write cache to count its write-like
+ * requests (writes and flushes), N.  Then it is run again for every
+ * k = 1 .. N + 1 with the power cut just before its kth write (N + 1:
+ * after its end), once losing every unflushed sector (LOSE) and once
+ * writing a seeded subset of them first (TORN).  After each cut:
  * fsck -n of the image as the cut left it must be clean; the mount
  * (journal replay) must succeed; the root must hold the names of one of
  * the states from the last sync or fsync to the operation the cut hit;
@@ -190,15 +191,32 @@ static void pl_fallocate(struct pl *p, const char *name, uint32_t off,
 					  len), "fallocate");
 }
 
-static void pl_rename(struct pl *p, const char *from, const char *to)
+/* @flags: 0, RENAME_EXCHANGE or RENAME_WHITEOUT. */
+static void pl_rename(struct pl *p, const char *from, const char *to,
+		      unsigned flags)
 {
+	struct pl_ent *old = &p->cur.e[pl_idx(from)];
+	struct pl_ent *new = &p->cur.e[pl_idx(to)];
+	struct pl_ent was = *new;
+	int ret;
+
 	if (p->dead)
 		return;
-	p->cur.e[pl_idx(to)] = p->cur.e[pl_idx(from)];
-	memset(&p->cur.e[pl_idx(from)], 0, sizeof(struct pl_ent));
+	*new = *old;
+	if (flags & RENAME_EXCHANGE) {
+		*old = was;
+	} else {
+		memset(old, 0, sizeof(*old));
+		old->exists = flags & RENAME_WHITEOUT;	/* empty, no dir */
+	}
 	pl_push(p);
-	(void)pl_failed(p, mqfs_rename(p->t.fs, MQFS_ROOT_INO, from,
-				       MQFS_ROOT_INO, to, 0), "rename");
+	if (flags & RENAME_WHITEOUT)
+		ret = mqfs_rename_whiteout(p->t.fs, MQFS_ROOT_INO, from,
+					   MQFS_ROOT_INO, to, flags, 0, 0);
+	else
+		ret = mqfs_rename(p->t.fs, MQFS_ROOT_INO, from, MQFS_ROOT_INO,
+				  to, flags);
+	(void)pl_failed(p, ret, "rename");
 }
 
 static void pl_unlink(struct pl *p, const char *name)
@@ -266,7 +284,8 @@ static void pl_tmpfile(struct pl *p, const char *name, size_t len,
 			e->size = (uint32_t)len;
 			memcpy(e->data, buf, len);
 			pl_push(p);
-			ret = mqfs_link(p->t.fs, t.ino, MQFS_ROOT_INO, name, &l);
+			ret = mqfs_link(p->t.fs, t.ino, MQFS_ROOT_INO, name,
+					&l);
 			if (!pl_failed(p, ret, "link"))
 				mqfs_forget(p->t.fs, t.ino, 1);
 		}
@@ -312,12 +331,12 @@ static void sc_rename_unlink(struct pl *p)
 	pl_mknod(p, "b", false);
 	pl_write(p, "b", 0, 16384, 2);
 	pl_sync(p);
-	pl_rename(p, "a", "b");			/* over b */
+	pl_rename(p, "a", "b", 0);			/* over b */
 	pl_sync(p);
 	pl_unlink(p, "b");
 	pl_mknod(p, "c", false);
 	pl_write(p, "c", 0, 8192, 3);
-	pl_rename(p, "c", "d");
+	pl_rename(p, "c", "d", 0);
 	pl_sync(p);
 }
 
@@ -377,6 +396,22 @@ static void sc_tmpfile(struct pl *p)
 	pl_sync(p);
 }
 
+static void sc_renameat2(struct pl *p)
+{
+	pl_mknod(p, "a", false);
+	pl_write(p, "a", 0, 8192, 1);
+	pl_mknod(p, "dir", true);
+	pl_sync(p);
+	pl_rename(p, "a", "b", RENAME_WHITEOUT);
+	pl_mknod(p, "c", false);
+	pl_write(p, "c", 0, 4096, 2);
+	pl_rename(p, "b", "c", RENAME_EXCHANGE);
+	pl_sync(p);
+	pl_rename(p, "dir", "d", RENAME_WHITEOUT);
+	pl_rename(p, "c", "d", RENAME_EXCHANGE);	/* a file and a dir */
+	pl_sync(p);
+}
+
 static const struct {
 	const char *name;
 	void (*run)(struct pl *p);
@@ -387,6 +422,7 @@ static const struct {
 	{ "fallocate_xattr", sc_fallocate_xattr },
 	{ "dontcache", sc_dontcache },
 	{ "tmpfile", sc_tmpfile },
+	{ "renameat2", sc_renameat2 },
 };
 
 /* ---- the checks after a cut ------------------------------------------------ */

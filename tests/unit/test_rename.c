@@ -3,10 +3,12 @@
  * test_rename.c - mqfs_rename (src/fs/rename.c) in all its forms on a
  * ram-device filesystem: files and directories, over a target or not,
  * across directories with ".." and the link counts moved along,
- * RENAME_NOREPLACE and RENAME_EXCHANGE, and every errno it documents.
+ * RENAME_NOREPLACE, RENAME_EXCHANGE and RENAME_WHITEOUT, and every errno
+ * it documents.
  */
 #include <check.h>
 #include <stdio.h>
+#include <sys/statvfs.h>
 
 #include "t_fs.h"
 #include "t_main.h"
@@ -131,14 +133,20 @@ START_TEST(test_rename_dirs)
 }
 END_TEST
 
+/* A filesystem with directories A and B in the root. */
+static void tr_make_ab(struct t_fs *t, uint64_t *A, uint64_t *B)
+{
+	t_fs_make(t, 32 * T_FS_MIB);
+	*A = tn_mk(t, TN_ROOT, "A", S_IFDIR | 0755);
+	*B = tn_mk(t, TN_ROOT, "B", S_IFDIR | 0755);
+}
+
 START_TEST(test_rename_exchange)
 {
 	struct t_fs t;
 	uint64_t A, B, f, d, g;
 
-	t_fs_make(&t, 32 * T_FS_MIB);
-	A = tn_mk(&t, TN_ROOT, "A", S_IFDIR | 0755);
-	B = tn_mk(&t, TN_ROOT, "B", S_IFDIR | 0755);
+	tr_make_ab(&t, &A, &B);
 	f = tn_mk(&t, A, "f", S_IFREG | 0644);
 	d = tn_mk(&t, B, "d", S_IFDIR | 0755);
 	g = tn_mk(&t, A, "g", S_IFREG | 0644);
@@ -180,6 +188,84 @@ START_TEST(test_rename_exchange)
 }
 END_TEST
 
+/* The whiteout at @name in @dir: a character device 0/0, mode 0. */
+static void tr_is_whiteout(struct t_fs *t, uint64_t dir, const char *name,
+			   uid_t uid)
+{
+	struct stat st = tn_stat(t, tn_ino(t, dir, name));
+
+	ck_assert_uint_eq(st.st_mode, S_IFCHR);
+	ck_assert_uint_eq(st.st_rdev, 0);
+	ck_assert_uint_eq(st.st_nlink, 1);
+	ck_assert_uint_eq(st.st_uid, uid);
+}
+
+static uint64_t tr_free_inodes(struct t_fs *t)
+{
+	struct statvfs st;
+
+	ck_assert_int_eq(mqfs_statfs(t->fs, &st), 0);
+	return st.f_ffree;
+}
+
+/*
+ * RENAME_WHITEOUT: the rename, and a whiteout at the old name in the
+ * same transaction; with NOREPLACE over a name, nothing at all.
+ */
+START_TEST(test_rename_whiteout)
+{
+	const struct mqfs_fsck_opts fo = { .force = true };
+	uint64_t A, B, f, g, d, ffree;
+	struct t_fs t;
+
+	tr_make_ab(&t, &A, &B);
+	f = tn_mk(&t, A, "f", S_IFREG | 0644);
+	g = tn_mk(&t, B, "g", S_IFREG | 0644);
+	d = tn_mk(&t, A, "d", S_IFDIR | 0755);
+	ck_assert_int_eq(mqfs_rename_whiteout(t.fs, A, "f", B, "f2",
+					      RENAME_WHITEOUT, 5, 6), 0);
+	ck_assert_uint_eq(tn_ino(&t, B, "f2"), f);
+	tr_is_whiteout(&t, A, "f", 5);
+	/* Over a target, which goes. */
+	ck_assert_int_eq(mqfs_rename_whiteout(t.fs, B, "f2", B, "g",
+					      RENAME_WHITEOUT, 0, 0), 0);
+	ck_assert_uint_eq(tn_ino(&t, B, "g"), f);
+	ck_assert_uint_eq(tn_nlink(&t, g), 0);
+	tr_is_whiteout(&t, B, "f2", 0);
+	/* NOREPLACE over a name: refused, and no whiteout was made. */
+	ffree = tr_free_inodes(&t);
+	ck_assert_int_eq(mqfs_rename_whiteout(t.fs, B, "g", A, "f",
+				RENAME_WHITEOUT | RENAME_NOREPLACE, 0, 0),
+			 -EEXIST);
+	ck_assert_uint_eq(tr_free_inodes(&t), ffree);
+	ck_assert_uint_eq(tn_ino(&t, B, "g"), f);
+	/* A directory across: its ".." and both link counts move. */
+	ck_assert_int_eq(mqfs_rename_whiteout(t.fs, A, "d", B, "d",
+				RENAME_WHITEOUT | RENAME_NOREPLACE, 0, 0), 0);
+	tr_is_whiteout(&t, A, "d", 0);
+	ck_assert_uint_eq(tn_parent(&t, d), B);
+	ck_assert_uint_eq(tn_ino(&t, d, ".."), B);
+	ck_assert_uint_eq(tn_nlink(&t, A), 2);
+	ck_assert_uint_eq(tn_nlink(&t, B), 3);
+	/* Flags that do not go together, and a whiteout without owner. */
+	ck_assert_int_eq(mqfs_rename_whiteout(t.fs, B, "g", A, "f",
+				RENAME_WHITEOUT | RENAME_EXCHANGE, 0, 0),
+			 -EINVAL);
+	ck_assert_int_eq(mqfs_rename(t.fs, B, "g", A, "x", RENAME_WHITEOUT),
+			 -EINVAL);
+	ck_assert_int_eq(mqfs_rename_whiteout(t.fs, B, "g", A, "x", 0, 0, 0),
+			 -EINVAL);
+	t_fs_remount(&t);
+	tr_is_whiteout(&t, A, "f", 5);
+	tr_is_whiteout(&t, A, "d", 0);
+	ck_assert_uint_eq(tn_ino(&t, B, "d"), d);
+	t_fs_unmount(&t);
+	ck_assert_int_eq(mqfs_fsck(t.q, &fo), MQFS_FSCK_OK);
+	t_fs_mount(&t);
+	t_fs_destroy(&t);
+}
+END_TEST
+
 static Suite *rename_suite(void)
 {
 	Suite *s = suite_create("rename");
@@ -188,6 +274,7 @@ static Suite *rename_suite(void)
 	tcase_add_test(tc, test_rename_files);
 	tcase_add_test(tc, test_rename_dirs);
 	tcase_add_test(tc, test_rename_exchange);
+	tcase_add_test(tc, test_rename_whiteout);
 	return s;
 }
 
