@@ -99,6 +99,12 @@ struct mqfs_entry {
  * strings for the front end's convenience. */
 int mqfs_lookup(struct mqfs_fs *fs, uint64_t parent, const char *name,
 		struct mqfs_entry *e);
+/*
+ * The inode of a file handle by number (nlookup + 1), cached or not:
+ * -ESTALE for a free number or an inode without links that no open
+ * file keeps.  The caller compares the generation.
+ */
+int mqfs_lookup_handle(struct mqfs_fs *fs, uint64_t ino, struct mqfs_entry *e);
 void mqfs_forget(struct mqfs_fs *fs, uint64_t ino, uint64_t nlookup);
 int mqfs_getattr(struct mqfs_fs *fs, uint64_t ino, struct stat *st);
 
@@ -137,6 +143,15 @@ int mqfs_mknod_umask(struct mqfs_fs *fs, uint64_t parent, const char *name,
 int mqfs_symlink(struct mqfs_fs *fs, uint64_t parent, const char *name,
 		 const char *target, uid_t uid, gid_t gid,
 		 struct mqfs_entry *e);
+/*
+ * A regular file without a name (O_TMPFILE) in directory @parent: no
+ * links, freed at its last forget and release, or by the next mount
+ * after a crash, unless mqfs_link names it first.  @umask as for
+ * mqfs_mknod_umask (a default ACL of @parent decides instead).
+ */
+int mqfs_tmpfile(struct mqfs_fs *fs, uint64_t parent, mode_t mode,
+		 mode_t umask, uid_t uid, gid_t gid, struct mqfs_entry *e);
+/* An O_TMPFILE gets its first name; another inode without links: ENOENT. */
 int mqfs_link(struct mqfs_fs *fs, uint64_t ino, uint64_t newparent,
 	      const char *newname, struct mqfs_entry *e);
 int mqfs_unlink(struct mqfs_fs *fs, uint64_t parent, const char *name);
@@ -144,6 +159,16 @@ int mqfs_rmdir(struct mqfs_fs *fs, uint64_t parent, const char *name);
 /* @flags: 0, RENAME_NOREPLACE or RENAME_EXCHANGE. */
 int mqfs_rename(struct mqfs_fs *fs, uint64_t parent, const char *name,
 		uint64_t newparent, const char *newname, unsigned flags);
+/*
+ * @flags: RENAME_WHITEOUT, alone or with RENAME_NOREPLACE: a rename
+ * that leaves a whiteout (a character device 0/0, mode 0, owned by
+ * @uid:@gid) at @name in the same transaction.  The caller checks
+ * CAP_MKNOD (the kernel does).
+ */
+int mqfs_rename_whiteout(struct mqfs_fs *fs, uint64_t parent,
+			 const char *name, uint64_t newparent,
+			 const char *newname, unsigned flags, uid_t uid,
+			 gid_t gid);
 /* Target into @buf (NUL-terminated, truncated to @size - 1). */
 int mqfs_readlink(struct mqfs_fs *fs, uint64_t ino, char *buf, size_t size);
 

@@ -504,6 +504,9 @@ struct mqfs_ino {
 	uint64_t nlookup;		/* FUSE lookups not yet forgotten */
 	unsigned open_count;
 	bool deleted;			/* freed: must not be written again */
+	/* An O_TMPFILE never linked: the one inode without links that
+	 * mqfs_link names (the kernel's I_LINKABLE); under @lock. */
+	bool linkable;
 	/* Data I/O in flight without the lock (mqfs_ino_dio_*). */
 	struct mq_inflight dio;
 	/* Times changed in memory only: on the icache's lazy list (inode.c,
@@ -575,6 +578,8 @@ void mqfs_igrab(struct mqfs_fs *fs, struct mqfs_ino *ip);
 void mqfs_ino_lookup_inc(struct mqfs_fs *fs, struct mqfs_ino *ip);
 void mqfs_ino_open_inc(struct mqfs_fs *fs, struct mqfs_ino *ip);
 void mqfs_ino_open_dec(struct mqfs_fs *fs, struct mqfs_ino *ip);
+/* Does an open file keep @ip (open_count, under the cache lock)? */
+bool mqfs_ino_is_open(struct mqfs_fs *fs, struct mqfs_ino *ip);
 void mqfs_ino_dio_start(struct mqfs_ino *ip);
 void mqfs_ino_dio_end(struct mqfs_ino *ip);
 /* Wait for unlocked I/O to drain (caller holds ip->lock exclusively). */

@@ -131,6 +131,7 @@ struct fsck {
 	/* Results. */
 	unsigned problems, unsafe, uncorrected, notes;
 	bool sb_changed;		/* write the superblocks at the end */
+	uint64_t next_gen;		/* above every live inode's gen. */
 	bool backup_bad;
 	bool sb_restored;		/* block 0 was bad: using the backup */
 	uint8_t *sb_orig;		/* superblock as found (after replay) */

@@ -612,6 +612,8 @@ static int fk_note_live(struct fsck *f, uint64_t ino,
 	fi->flags = FK_I_LIVE | (S_ISDIR(d->mode) ? FK_I_DIR : 0);
 	fi->dtype = (uint8_t)mqfs_fk_mode_dtype(d->mode);
 	fi->nlink = d->nlink;
+	if (d->generation >= f->next_gen)
+		f->next_gen = d->generation + 1;
 	return S_ISDIR(d->mode) ? fk_dir_append(f, ino, d->parent) : 0;
 }
 
@@ -693,6 +695,23 @@ static int fk_scan_ag(struct fsck *f, uint32_t ag, uint8_t *run,
 	return err;
 }
 
+/*
+ * The next inode's generation must be new: a file handle of a deleted
+ * file names its number and generation, and a new file with both would
+ * open in its place (FORMAT.md §6).
+ */
+static void fk_check_next_gen(struct fsck *f)
+{
+	if (f->sb->inode_gen >= f->next_gen)
+		return;
+	mqfs_fk_problem(f, FK_SAFE, "fixed", "superblock: next inode "
+			"generation %llu, but inodes have up to %llu",
+			(unsigned long long)f->sb->inode_gen,
+			(unsigned long long)(f->next_gen - 1));
+	f->sb->inode_gen = f->next_gen;
+	f->sb_changed = true;
+}
+
 int mqfs_fk_pass_inodes(struct fsck *f)
 {
 	uint8_t *run = mqfs_alloc_blocks_mem(FK_ITABLE_RUN);
@@ -708,5 +727,7 @@ int mqfs_fk_pass_inodes(struct fsck *f)
 		err = fk_scan_ag(f, ag, run, ibm, &done);
 	free(run);
 	free(ibm);
+	if (!err)
+		fk_check_next_gen(f);
 	return err;
 }

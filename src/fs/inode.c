@@ -577,6 +577,16 @@ void mqfs_ino_open_inc(struct mqfs_fs *fs, struct mqfs_ino *ip)
 	pthread_mutex_unlock(&fs->icache->lock);
 }
 
+bool mqfs_ino_is_open(struct mqfs_fs *fs, struct mqfs_ino *ip)
+{
+	bool open;
+
+	pthread_mutex_lock(&fs->icache->lock);
+	open = ip->open_count > 0;
+	pthread_mutex_unlock(&fs->icache->lock);
+	return open;
+}
+
 /* The caller still holds a reference; its mqfs_iput does the rest. */
 void mqfs_ino_open_dec(struct mqfs_fs *fs, struct mqfs_ino *ip)
 {

@@ -151,6 +151,13 @@ int mqfs_nm_still(struct mqfs_fs *fs, struct mqfs_ino *dp,
 
 /* ---- lookup ------------------------------------------------------------ */
 
+/* A removed directory has no parent left to name (a handle's ".."). */
+static int nm_parent_of(struct mqfs_ino *dp, uint64_t *ino)
+{
+	*ino = dp->d.parent;
+	return dp->d.nlink ? 0 : -ENOENT;
+}
+
 int mqfs_lookup(struct mqfs_fs *fs, uint64_t parent, const char *name,
 		struct mqfs_entry *e)
 {
@@ -167,7 +174,7 @@ int mqfs_lookup(struct mqfs_fs *fs, uint64_t parent, const char *name,
 	if (!strcmp(name, "."))
 		ino = dp->ino;
 	else if (!strcmp(name, ".."))
-		ino = dp->d.parent;
+		err = nm_parent_of(dp, &ino);
 	else
 		err = mqfs_dir_lookup(fs, dp, name, len, &ino, NULL);
 	if (!err)
@@ -181,18 +188,30 @@ int mqfs_lookup(struct mqfs_fs *fs, uint64_t parent, const char *name,
 	return err;
 }
 
-/* ---- creation ---------------------------------------------------------- */
+/*
+ * The inode a file handle names, when the kernel no longer has it:
+ * any inode number, whether or not the front end ever looked it up.
+ * A free number, or an inode whose last link is gone and which no
+ * open file keeps, is stale; the kernel compares the generation.
+ */
+int mqfs_lookup_handle(struct mqfs_fs *fs, uint64_t ino, struct mqfs_entry *e)
+{
+	struct mqfs_ino *ip;
+	int err = mqfs_iget(fs, ino, &ip);
 
-/* What to create. */
-struct nm_new {
-	mode_t mode;
-	mode_t umask;			/* unless a default ACL decides */
-	dev_t rdev;
-	uid_t uid;
-	gid_t gid;
-	const char *target;		/* symlinks */
-	size_t tlen;
-};
+	if (err)
+		return err == -ENOENT ? -ESTALE : err;
+	pthread_rwlock_rdlock(&ip->lock);
+	if (!ip->d.nlink && !mqfs_ino_is_open(fs, ip))
+		err = -ESTALE;
+	else
+		nm_entry(fs, ip, e);
+	pthread_rwlock_unlock(&ip->lock);
+	mqfs_iput(fs, ip);
+	return err;
+}
+
+/* ---- creation ---------------------------------------------------------- */
 
 /* Can @dp (locked) take a new entry @name (of a directory when @dir)? */
 static int nm_may_add(struct mqfs_fs *fs, struct mqfs_ino *dp,
@@ -272,15 +291,37 @@ static int nm_init_inode(struct mqfs_handle *h, struct mqfs_ino *dp,
 }
 
 /*
- * Undo a half-made inode: no links, on the orphan list (so a crash
- * before the last reference goes cannot leak it); the caller's final
- * mqfs_iput() frees it and whatever blocks it got.
+ * A half-made inode undone, or an O_TMPFILE's: the caller's final
+ * mqfs_iput() (or the last user's) frees it and whatever blocks it got.
  */
-static void nm_discard(struct mqfs_handle *h, struct mqfs_ino *ip)
+int mqfs_nm_orphan(struct mqfs_handle *h, struct mqfs_ino *ip)
 {
+	int err, e;
+
 	nm_nlink_set(ip, 0);
-	mqfs_orphan_add(h, ip);
-	mqfs_inode_dirty(h, ip);
+	err = mqfs_orphan_add(h, ip);
+	e = mqfs_inode_dirty(h, ip);
+	return err ? err : e;
+}
+
+int mqfs_nm_new_inode(struct mqfs_handle *h, struct mqfs_ino *dp,
+		      const struct nm_new *nw, struct mqfs_ino **out)
+{
+	bool dir = S_ISDIR(nw->mode);
+	uint64_t ino;
+	int err = mqfs_ialloc(h, dp->ino, dir, &ino);
+
+	if (err)
+		return err;
+	err = mqfs_inew(h, ino, nw->mode, nw->uid, nw->gid, out);
+	if (err) {
+		mqfs_ifree(h, ino, dir);
+		return err;
+	}
+	err = nm_init_inode(h, dp, *out, nw);
+	if (err)
+		mqfs_nm_orphan(h, *out);
+	return err;
 }
 
 static int nm_create_locked(struct mqfs_fs *fs, struct mqfs_ino *dp,
@@ -290,7 +331,6 @@ static int nm_create_locked(struct mqfs_fs *fs, struct mqfs_ino *dp,
 	bool dir = S_ISDIR(nw->mode);
 	struct mqfs_handle h;
 	struct mqfs_ino *ip;
-	uint64_t ino;
 	int err = nm_may_add(fs, dp, name, len, dir);
 
 	if (err)
@@ -301,20 +341,13 @@ static int nm_create_locked(struct mqfs_fs *fs, struct mqfs_ino *dp,
 			       &h);
 	if (err)
 		return err;
-	err = mqfs_ialloc(&h, dp->ino, dir, &ino);
+	err = mqfs_nm_new_inode(&h, dp, nw, out);
 	if (err)
 		return mqfs_trans_finish(&h, err);
-	err = mqfs_inew(&h, ino, nw->mode, nw->uid, nw->gid, &ip);
+	ip = *out;		/* the caller's mqfs_iput frees it on error */
+	err = mqfs_dir_add(&h, dp, name, len, ip->ino, nm_dtype(ip));
 	if (err) {
-		mqfs_ifree(&h, ino, dir);
-		return mqfs_trans_finish(&h, err);
-	}
-	*out = ip;		/* the caller's mqfs_iput frees it on error */
-	err = nm_init_inode(&h, dp, ip, nw);
-	if (!err)
-		err = mqfs_dir_add(&h, dp, name, len, ino, nm_dtype(ip));
-	if (err) {
-		nm_discard(&h, ip);
+		mqfs_nm_orphan(&h, ip);
 		return mqfs_trans_finish(&h, err);
 	}
 	if (dir)
@@ -323,15 +356,40 @@ static int nm_create_locked(struct mqfs_fs *fs, struct mqfs_ino *dp,
 	return mqfs_trans_finish(&h, mqfs_inode_dirty(&h, dp));
 }
 
+/*
+ * An open file without a name: born with no links and on the orphan
+ * list, as an unlinked file still open, so that a crash frees it and
+ * its last user's release deletes it; mqfs_link names it.
+ */
+static int nm_tmpfile_locked(struct mqfs_fs *fs, struct mqfs_ino *dp,
+			     const struct nm_new *nw, struct mqfs_ino **out)
+{
+	struct mqfs_handle h;
+	int err;
+
+	if (!dp->d.nlink)
+		return -ENOENT;		/* removed while we waited */
+	err = mqfs_trans_start(fs, NM_CREATE_CREDITS +
+			       MQFS_XATTR_INHERIT_CREDITS, &h);
+	if (err)
+		return err;
+	err = mqfs_nm_new_inode(&h, dp, nw, out);
+	if (!err)
+		err = mqfs_nm_orphan(&h, *out);
+	if (!err)
+		(*out)->linkable = true;
+	return mqfs_trans_finish(&h, err);
+}
+
 static int nm_create_once(struct mqfs_fs *fs, uint64_t parent,
 			  const char *name, const struct nm_new *nw,
 			  struct mqfs_entry *e)
 {
 	struct mqfs_ino *dp, *ip = NULL;
-	size_t len;
-	int err = nm_name(name, &len);
+	size_t len = 0;
+	int err = name ? nm_name(name, &len) : 0;
 
-	if (!err && nm_is_dot(name))
+	if (!err && name && nm_is_dot(name))
 		err = -EEXIST;
 	if (!err)
 		err = mqfs_fs_writable(fs);
@@ -340,7 +398,10 @@ static int nm_create_once(struct mqfs_fs *fs, uint64_t parent,
 	if (err)
 		return err;
 	pthread_rwlock_wrlock(&dp->lock);
-	err = nm_create_locked(fs, dp, name, len, nw, &ip);
+	if (name)
+		err = nm_create_locked(fs, dp, name, len, nw, &ip);
+	else
+		err = nm_tmpfile_locked(fs, dp, nw, &ip);
 	if (!err)
 		nm_entry(fs, ip, e);
 	pthread_rwlock_unlock(&dp->lock);
@@ -350,7 +411,10 @@ static int nm_create_once(struct mqfs_fs *fs, uint64_t parent,
 	return err;
 }
 
-/* A failed attempt left nothing behind: ENOSPC may try again. */
+/*
+ * @name in @parent, or no name (O_TMPFILE).  A failed attempt left
+ * nothing behind: ENOSPC may try again.
+ */
 static int nm_create(struct mqfs_fs *fs, uint64_t parent, const char *name,
 		     const struct nm_new *nw, struct mqfs_entry *e)
 {
@@ -403,6 +467,15 @@ int mqfs_symlink(struct mqfs_fs *fs, uint64_t parent, const char *name,
 	return nm_create(fs, parent, name, &nw, e);
 }
 
+int mqfs_tmpfile(struct mqfs_fs *fs, uint64_t parent, mode_t mode,
+		 mode_t umask, uid_t uid, gid_t gid, struct mqfs_entry *e)
+{
+	const struct nm_new nw = { .mode = S_IFREG | (mode & 07777),
+				   .umask = umask, .uid = uid, .gid = gid };
+
+	return nm_create(fs, parent, NULL, &nw, e);
+}
+
 /* ---- hard links -------------------------------------------------------- */
 
 static int nm_link_locked(struct mqfs_fs *fs, struct mqfs_ino *ip,
@@ -412,21 +485,27 @@ static int nm_link_locked(struct mqfs_fs *fs, struct mqfs_ino *ip,
 	struct nm_set s = { .n = 0 };
 	int err;
 
-	if (!ip->d.nlink)
+	if (!ip->d.nlink && !ip->linkable)
 		return -ENOENT;
 	if (ip->d.nlink >= NM_LINK_MAX)
 		return -EMLINK;
 	err = nm_may_add(fs, dp, name, len, false);
 	if (!err)
-		err = mqfs_trans_start(fs,
-				       nm_credits(fs, true, NM_LINK_CREDITS),
-				       &h);
+		err = mqfs_trans_start(fs, nm_credits(fs, true,
+				NM_LINK_CREDITS + MQFS_CREDITS_ORPHAN), &h);
 	if (err)
 		return err;
-	err = mqfs_dir_add(&h, dp, name, len, ip->ino, nm_dtype(ip));
+	/* No links: an O_TMPFILE, named now. */
+	err = ip->d.nlink ? 0 : mqfs_orphan_del(&h, ip);
+	if (!err) {
+		err = mqfs_dir_add(&h, dp, name, len, ip->ino, nm_dtype(ip));
+		if (err && !ip->d.nlink)
+			mqfs_orphan_add(&h, ip);
+	}
 	if (err)
 		return mqfs_trans_finish(&h, err);
 	nm_nlink_add(ip, 1);
+	ip->linkable = false;
 	mqfs_touch(ip, false, false, true);
 	mqfs_touch(dp, false, true, true);
 	mqfs_nm_set_add(&s, ip);

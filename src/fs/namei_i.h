@@ -101,6 +101,29 @@ static inline void nm_nlink_set(struct mqfs_ino *ip, uint32_t nlink)
 	pthread_mutex_unlock(&ip->meta_lock);
 }
 
+/* What to create. */
+struct nm_new {
+	mode_t mode;
+	mode_t umask;			/* unless a default ACL decides */
+	dev_t rdev;
+	uid_t uid;
+	gid_t gid;
+	const char *target;		/* symlinks */
+	size_t tlen;
+};
+
+/*
+ * A new inode for @dp's tree in @h (NM_CREATE_CREDITS and, but for
+ * symlinks, MQFS_XATTR_INHERIT_CREDITS; @dp locked), not yet named:
+ * *out is set once the number is taken, and the caller's mqfs_iput
+ * (after the handle) frees it if it never gets a link.
+ */
+int mqfs_nm_new_inode(struct mqfs_handle *h, struct mqfs_ino *dp,
+		      const struct nm_new *nw, struct mqfs_ino **out);
+/* No links, on the orphan list: a crash before the last user lets go
+ * cannot leak it (2 credits); the first error. */
+int mqfs_nm_orphan(struct mqfs_handle *h, struct mqfs_ino *ip);
+
 /* ---- sets of inodes locked in number order ------------------------------ */
 
 struct nm_set {

@@ -2,7 +2,8 @@
 /*
  * rename.c - mqfs_rename: both names found and all four inodes locked in
  * number order, the checks (flags, types, emptiness, a directory moved
- * under itself), then a plain move or an exchange in one handle.  Apart
+ * under itself), then a plain move (leaving a whiteout at the old name
+ * with RENAME_WHITEOUT) or an exchange in one handle.  Apart
  * from namei.c, the largest of the namespace calls and the only one that
  * takes fs->rename_lock; the helpers it shares with the others are in
  * namei_i.h, the locking rules in namei.c's header comment.
@@ -18,6 +19,9 @@
 #ifndef RENAME_EXCHANGE
 #define RENAME_EXCHANGE		(1u << 1)
 #endif
+#ifndef RENAME_WHITEOUT
+#define RENAME_WHITEOUT		(1u << 2)
+#endif
 
 struct nm_rename {
 	struct mqfs_fs *fs;
@@ -26,6 +30,9 @@ struct nm_rename {
 	const char *oname, *nname;
 	size_t olen, nlen;
 	unsigned flags;
+	uid_t wuid;			/* RENAME_WHITEOUT: its owner */
+	gid_t wgid;
+	struct mqfs_ino *wip;		/* the whiteout, dropped last */
 	struct nm_set s;
 };
 
@@ -168,6 +175,29 @@ static int nm_rename_exchange(struct mqfs_handle *h, struct nm_rename *r)
 	return 0;
 }
 
+/*
+ * The old name goes, or with RENAME_WHITEOUT names a new whiteout: a
+ * character device 0/0 with no permission bits, as the kernel's
+ * filesystems make it for overlayfs.
+ */
+static int nm_rename_leave(struct mqfs_handle *h, struct nm_rename *r)
+{
+	const struct nm_new wo = { .mode = S_IFCHR, .uid = r->wuid,
+				   .gid = r->wgid };
+	int err;
+
+	if (!(r->flags & RENAME_WHITEOUT))
+		return mqfs_dir_remove(h, r->odp, r->oname, r->olen);
+	err = mqfs_nm_new_inode(h, r->odp, &wo, &r->wip);
+	if (err)
+		return err;
+	err = mqfs_dir_replace(h, r->odp, r->oname, r->olen, r->wip->ino,
+			       DT_CHR);
+	if (err)
+		mqfs_nm_orphan(h, r->wip);
+	return err;
+}
+
 /* Plain rename (maybe over a target): new entry first, then the old. */
 static int nm_rename_move(struct mqfs_handle *h, struct nm_rename *r)
 {
@@ -182,7 +212,7 @@ static int nm_rename_move(struct mqfs_handle *h, struct nm_rename *r)
 				   otype);
 	if (err)
 		return err;
-	err = mqfs_dir_remove(h, r->odp, r->oname, r->olen);
+	err = nm_rename_leave(h, r);
 	if (err) {
 		if (r->nip)
 			mqfs_dir_replace(h, r->ndp, r->nname, r->nlen,
@@ -201,6 +231,14 @@ static int nm_rename_move(struct mqfs_handle *h, struct nm_rename *r)
 	return err;
 }
 
+/* A whiteout is a new inode in the same handle. */
+static unsigned nm_rename_credits(const struct nm_rename *r)
+{
+	unsigned extra = r->flags & RENAME_WHITEOUT ? NM_CREATE_CREDITS : 0;
+
+	return nm_credits(r->fs, true, NM_RENAME_CREDITS + extra);
+}
+
 static int nm_rename_locked(struct nm_rename *r)
 {
 	struct mqfs_handle h;
@@ -210,8 +248,7 @@ static int nm_rename_locked(struct nm_rename *r)
 		return r->flags & RENAME_NOREPLACE ? -EEXIST : 0;
 	err = nm_rename_check(r);
 	if (!err)
-		err = mqfs_trans_start(r->fs,
-				nm_credits(r->fs, true, NM_RENAME_CREDITS), &h);
+		err = mqfs_trans_start(r->fs, nm_rename_credits(r), &h);
 	if (err)
 		return err;
 	if (r->flags & RENAME_EXCHANGE)
@@ -233,8 +270,9 @@ static int nm_rename_names(const char *name, const char *newname,
 {
 	int err;
 
-	if ((flags & ~(RENAME_NOREPLACE | RENAME_EXCHANGE)) ||
-	    (flags & RENAME_NOREPLACE && flags & RENAME_EXCHANGE))
+	if ((flags & ~(RENAME_NOREPLACE | RENAME_EXCHANGE | RENAME_WHITEOUT)) ||
+	    (flags & RENAME_EXCHANGE &&
+	     flags & (RENAME_NOREPLACE | RENAME_WHITEOUT)))
 		return -EINVAL;
 	err = nm_name(name, olen);
 	if (!err)
@@ -244,13 +282,11 @@ static int nm_rename_names(const char *name, const char *newname,
 	return err;
 }
 
-static int nm_rename_once(struct mqfs_fs *fs, uint64_t parent,
-			  const char *name, uint64_t newparent,
-			  const char *newname, unsigned flags)
+static int nm_rename_once(struct nm_rename r, uint64_t parent,
+			  uint64_t newparent)
 {
-	struct nm_rename r = { .fs = fs, .oname = name, .nname = newname,
-			       .flags = flags };
-	int err = nm_rename_names(name, newname, &r.olen, &r.nlen, flags);
+	struct mqfs_fs *fs = r.fs;
+	int err = nm_rename_names(r.oname, r.nname, &r.olen, &r.nlen, r.flags);
 
 	if (!err)
 		err = mqfs_fs_writable(fs);
@@ -276,20 +312,45 @@ static int nm_rename_once(struct mqfs_fs *fs, uint64_t parent,
 		mqfs_iput(fs, r.nip);
 	if (r.oip)
 		mqfs_iput(fs, r.oip);
+	if (r.wip)
+		mqfs_iput(fs, r.wip);
 	mqfs_iput(fs, r.ndp);
 	mqfs_iput(fs, r.odp);
+	return err;
+}
+
+static int nm_rename(const struct nm_rename *r, uint64_t parent,
+		     uint64_t newparent)
+{
+	bool retried = false;
+	int err;
+
+	do
+		err = nm_rename_once(*r, parent, newparent);
+	while (mqfs_retry_enospc(r->fs, err, &retried));
 	return err;
 }
 
 int mqfs_rename(struct mqfs_fs *fs, uint64_t parent, const char *name,
 		uint64_t newparent, const char *newname, unsigned flags)
 {
-	bool retried = false;
-	int err;
+	const struct nm_rename r = { .fs = fs, .oname = name,
+				     .nname = newname, .flags = flags };
 
-	do
-		err = nm_rename_once(fs, parent, name, newparent, newname,
-				     flags);
-	while (mqfs_retry_enospc(fs, err, &retried));
-	return err;
+	/* A whiteout needs an owner: mqfs_rename_whiteout. */
+	return flags & RENAME_WHITEOUT ? -EINVAL : nm_rename(&r, parent,
+							      newparent);
+}
+
+int mqfs_rename_whiteout(struct mqfs_fs *fs, uint64_t parent,
+			 const char *name, uint64_t newparent,
+			 const char *newname, unsigned flags, uid_t uid,
+			 gid_t gid)
+{
+	const struct nm_rename r = { .fs = fs, .oname = name,
+				     .nname = newname, .flags = flags,
+				     .wuid = uid, .wgid = gid };
+
+	return flags & RENAME_WHITEOUT ? nm_rename(&r, parent, newparent) :
+					 -EINVAL;
 }

@@ -75,6 +75,7 @@ static const struct dec_layout dec_layouts[MQFS_FUSE_OPCODE_MAX] = {
 	L(FUSE_RENAME2, fuse_rename2_in, 2),
 	L(FUSE_LSEEK, fuse_lseek_in, 0),
 	L(FUSE_SYNCFS, fuse_syncfs_in, 0),
+	L(FUSE_TMPFILE, fuse_create_in, 1),	/* 7.37; the name is "/" */
 };
 
 #undef L
@@ -197,4 +198,29 @@ int mqfs_fuse_decode_ring(const struct mqfs_fuse_uring_req_header *hdr,
 	if (arg_len > sizeof(hdr->op_in))
 		return -EIO;
 	return dec_body(h, hdr->op_in, arg_len, payload, psz - ext, m);
+}
+
+/* fuse_setattr_in as a struct stat and MQFS_SET_* (FATTR_'s values). */
+unsigned mqfs_setattr_decode(const struct fuse_setattr_in *in,
+			     struct stat *st)
+{
+	const unsigned known = MQFS_SET_MODE | MQFS_SET_UID | MQFS_SET_GID |
+			       MQFS_SET_SIZE | MQFS_SET_ATIME | MQFS_SET_MTIME |
+			       MQFS_SET_ATIME_NOW | MQFS_SET_MTIME_NOW |
+			       MQFS_SET_CTIME | MQFS_SET_KILL_SUIDGID;
+
+	_Static_assert(MQFS_SET_MODE == FATTR_MODE &&
+		       MQFS_SET_SIZE == FATTR_SIZE &&
+		       MQFS_SET_MTIME_NOW == FATTR_MTIME_NOW &&
+		       MQFS_SET_CTIME == FATTR_CTIME &&
+		       MQFS_SET_KILL_SUIDGID == FATTR_KILL_SUIDGID,
+		       "setattr bits");
+	*st = (struct stat){
+		.st_mode = in->mode, .st_uid = in->uid, .st_gid = in->gid,
+		.st_size = (off_t)in->size,
+		.st_atim = { (time_t)in->atime, in->atimensec },
+		.st_mtim = { (time_t)in->mtime, in->mtimensec },
+		.st_ctim = { (time_t)in->ctime, in->ctimensec },
+	};
+	return in->valid & known;
 }

@@ -204,6 +204,9 @@ struct mqfs_fuse_msg {
  * mqfs does not decode.  @m->h is set unless -EPROTO.
  */
 int mqfs_fuse_decode(const void *buf, size_t n, struct mqfs_fuse_msg *m);
+/* fuse_setattr_in as a struct stat and MQFS_SET_* (FATTR_'s values). */
+unsigned mqfs_setattr_decode(const struct fuse_setattr_in *in,
+			     struct stat *st);
 /* The same for a request on a ring entry: the header buffer @hdr and
  * the payload buffer of @cap bytes (never -EPROTO). */
 int mqfs_fuse_decode_ring(const struct mqfs_fuse_uring_req_header *hdr,
@@ -595,6 +598,10 @@ int mqfs_reply_open(struct mqfs_req *r, uint64_t fh, uint32_t open_flags);
 int mqfs_reply_create(struct mqfs_req *r, const struct mqfs_entry *e,
 		      unsigned timeout, uint64_t fh, uint32_t open_flags);
 int mqfs_reply_statfs(struct mqfs_req *r, const struct statvfs *sv);
+/* A GETXATTR or LISTXATTR answer: the size when @size is 0, else @ret
+ * bytes of @buf (@ret < 0: the error). */
+void mqfs_reply_xattr(struct mqfs_req *r, ssize_t ret, const void *buf,
+		      size_t size);
 
 /* A READDIR(PLUS) reply being built in a slot's scratch space. */
 struct mqfs_dirbuf {

@@ -19,6 +19,10 @@
  *   Without it every buffered write of a cache=kernel mount first asked
  *   the daemon for security.capability (a GETXATTR round trip per write:
  *   4k random buffered writes went at a quarter of ext4's pace).
+ * - EXPORT_SUPPORT: file handles (name_to_handle_at, NFS export) that
+ *   outlive the kernel's inode: a node id is the inode number, which
+ *   never changes, and the generation tells a reused number apart;
+ *   LOOKUP of "." and ".." serves the kernel's export operations (ops.c).
  * - OVER_IO_URING (7.42) when the rings are prepared (transport=auto or
  *   uring): the INIT reply grants it, then every ring registers
  *   (ring.c); from then on the requests come over the rings.
@@ -45,7 +49,8 @@ static uint64_t init_want(const struct mqfs_daemon *d)
 			FUSE_PARALLEL_DIROPS | FUSE_MAX_PAGES |
 			FUSE_DO_READDIRPLUS | FUSE_READDIRPLUS_AUTO |
 			FUSE_HANDLE_KILLPRIV_V2 | FUSE_INIT_EXT |
-			FUSE_DIRECT_IO_ALLOW_MMAP | FUSE_SETXATTR_EXT;
+			FUSE_DIRECT_IO_ALLOW_MMAP | FUSE_SETXATTR_EXT |
+			FUSE_EXPORT_SUPPORT;
 
 	if (d->cache == MQFS_CACHE_KERNEL)
 		want |= FUSE_WRITEBACK_CACHE | FUSE_CACHE_SYMLINKS;

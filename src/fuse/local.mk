@@ -16,7 +16,9 @@ libmqfuse_a_SOURCES = \
 	%reldir%/ioprio.c \
 	%reldir%/init.c \
 	%reldir%/reply.c \
+	%reldir%/ops_i.h \
 	%reldir%/ops.c \
+	%reldir%/ops_ctl.c \
 	%reldir%/bdi.c \
 	%reldir%/ctl.c
 libmqfuse_a_CFLAGS = $(AM_CFLAGS) $(FUSE_CFLAGS)

@@ -5,9 +5,10 @@
  * once (engine.c's mqfs_reply*).
  *
  * Two tables: the filesystem's, and the control surface's for requests
- * whose node is one of its inodes (ctl.c): the routing is done once, in
- * mqfs_ops_dispatch.  Names in the root that the control surface claims
- * (.mqfs) are the only place the filesystem's handlers look at it.
+ * whose node is one of its inodes (ops_ctl.c, ctl.c): the routing is
+ * done once, in mqfs_ops_dispatch.  Names in the root that the control
+ * surface claims (.mqfs) are the only place the filesystem's handlers
+ * look at it.
  *
  * Replies that hand the kernel a lookup count or an open file give it
  * back when the reply does not arrive (interrupted, connection gone).
@@ -24,28 +25,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
-#include "fuse_i.h"
-
-/*
- * Entry and attribute timeout, seconds.  The kernel is the only way to
- * change a mounted mqfs and it invalidates what it changes, so cached
- * names and attributes stay right for as long as it keeps them.
- */
-#define OPS_TIMEOUT	60u
-/* Control names come and go with the elevator (queue/iosched/). */
-#define OPS_CTL_TIMEOUT	1u
-
-typedef void (*op_fn)(struct mqfs_req *r);
-
-static uint64_t req_ino(const struct mqfs_req *r)
-{
-	return r->m.h->nodeid;
-}
-
-static const void *req_arg(const struct mqfs_req *r)
-{
-	return r->m.arg;
-}
+#include "ops_i.h"
 
 /* Scratch for replies that carry data, past anything the request holds. */
 static char *req_scratch(const struct mqfs_req *r, size_t *cap)
@@ -100,34 +80,14 @@ static void reply_attr(struct mqfs_req *r, int ret, const struct stat *st)
 		mqfs_reply_attr(r, st, OPS_TIMEOUT);
 }
 
-/* A get/list xattr result: a size when @size is 0, else the bytes. */
-static void reply_xattr(struct mqfs_req *r, ssize_t ret, const void *buf,
-			size_t size)
-{
-	struct fuse_getxattr_out o = { .size = (uint32_t)ret };
-
-	if (ret < 0)
-		mqfs_reply_err(r, (int)ret);
-	else if (!size)
-		mqfs_reply(r, &o, sizeof(o));
-	else
-		mqfs_reply(r, buf, (size_t)ret);
-}
-
 /* ---- names and attributes ----------------------------------------------- */
 
-/* A control name: no negative entry (tunables appear with an elevator). */
-static void ctl_lookup(struct mqfs_req *r)
-{
-	struct mqfs_entry e;
-	int ret = mqfs_ctl_lookup(&r->d->ctl, req_ino(r), r->m.name[0], &e);
-
-	if (ret < 0)
-		mqfs_reply_err(r, ret);
-	else
-		mqfs_reply_entry(r, &e, OPS_CTL_TIMEOUT);
-}
-
+/*
+ * "." comes only from a file handle the kernel no longer has an inode
+ * for (fuse_get_dentry): the node is any inode number, of any type,
+ * perhaps never looked up.  ".." of a directory, from a handle too
+ * (fuse_get_parent), is the filesystem's usual lookup.
+ */
 static void op_lookup(struct mqfs_req *r)
 {
 	const char *name = r->m.name[0];
@@ -135,10 +95,13 @@ static void op_lookup(struct mqfs_req *r)
 	int ret;
 
 	if (mqfs_ctl_claims(&r->d->ctl, req_ino(r), name)) {
-		ctl_lookup(r);
+		mqfs_ops_ctl_lookup(r);
 		return;
 	}
-	ret = mqfs_lookup(r->d->fs, req_ino(r), name, &e);
+	if (!strcmp(name, "."))
+		ret = mqfs_lookup_handle(r->d->fs, req_ino(r), &e);
+	else
+		ret = mqfs_lookup(r->d->fs, req_ino(r), name, &e);
 	if (ret == -ENOENT)
 		mqfs_reply_noent(r, OPS_TIMEOUT);
 	else
@@ -182,35 +145,10 @@ static void op_getattr(struct mqfs_req *r)
 		reply_attr(r, mqfs_getattr(r->d->fs, req_ino(r), &st), &st);
 }
 
-/* fuse_setattr_in as a struct stat and MQFS_SET_* (FATTR_'s values). */
-static unsigned setattr_decode(const struct fuse_setattr_in *in,
-			       struct stat *st)
-{
-	const unsigned known = MQFS_SET_MODE | MQFS_SET_UID | MQFS_SET_GID |
-			       MQFS_SET_SIZE | MQFS_SET_ATIME | MQFS_SET_MTIME |
-			       MQFS_SET_ATIME_NOW | MQFS_SET_MTIME_NOW |
-			       MQFS_SET_CTIME | MQFS_SET_KILL_SUIDGID;
-
-	_Static_assert(MQFS_SET_MODE == FATTR_MODE &&
-		       MQFS_SET_SIZE == FATTR_SIZE &&
-		       MQFS_SET_MTIME_NOW == FATTR_MTIME_NOW &&
-		       MQFS_SET_CTIME == FATTR_CTIME &&
-		       MQFS_SET_KILL_SUIDGID == FATTR_KILL_SUIDGID,
-		       "setattr bits");
-	*st = (struct stat){
-		.st_mode = in->mode, .st_uid = in->uid, .st_gid = in->gid,
-		.st_size = (off_t)in->size,
-		.st_atim = { (time_t)in->atime, in->atimensec },
-		.st_mtim = { (time_t)in->mtime, in->mtimensec },
-		.st_ctim = { (time_t)in->ctime, in->ctimensec },
-	};
-	return in->valid & known;
-}
-
 static void op_setattr(struct mqfs_req *r)
 {
 	struct stat attr, st;
-	unsigned bits = setattr_decode(req_arg(r), &attr);
+	unsigned bits = mqfs_setattr_decode(req_arg(r), &attr);
 
 	reply_attr(r, mqfs_setattr(r->d->fs, req_ino(r), &attr, bits, &st),
 		   &st);
@@ -339,6 +277,25 @@ static void op_rmdir(struct mqfs_req *r)
 		       mqfs_rmdir(r->d->fs, req_ino(r), name));
 }
 
+/*
+ * RENAME_WHITEOUT's whiteout is a new inode at the old name, owned as a
+ * node made there (the kernel checked CAP_MKNOD).
+ */
+static int rename_whiteout(struct mqfs_req *r, uint64_t newdir,
+			   unsigned flags)
+{
+	mode_t mode = S_IFCHR;
+	uid_t uid;
+	gid_t gid;
+	int ret = new_owner(r, req_ino(r), &mode, &uid, &gid);
+
+	if (!ret)
+		ret = mqfs_rename_whiteout(r->d->fs, req_ino(r), r->m.name[0],
+					   newdir, r->m.name[1], flags, uid,
+					   gid);
+	return ret;
+}
+
 static void rename_common(struct mqfs_req *r, uint64_t newdir, unsigned flags)
 {
 	const char *name = r->m.name[0], *newname = r->m.name[1];
@@ -347,6 +304,8 @@ static void rename_common(struct mqfs_req *r, uint64_t newdir, unsigned flags)
 	if (ctl_name_err(r, req_ino(r), name) ||
 	    ctl_name_err(r, newdir, newname))
 		ret = -EPERM;
+	else if (flags & RENAME_WHITEOUT)
+		ret = rename_whiteout(r, newdir, flags);
 	else
 		ret = mqfs_rename(r->d->fs, req_ino(r), name, newdir, newname,
 				  flags);
@@ -454,16 +413,33 @@ static void op_open(struct mqfs_req *r)
 		mqfs_release(d->fs, f);
 }
 
-static void op_create(struct mqfs_req *r)
+/* O_TMPFILE: a file without a name in the node's directory (no links). */
+static int make_tmpfile(struct mqfs_req *r, mode_t mode, mode_t umask,
+			struct mqfs_entry *e)
+{
+	uid_t uid;
+	gid_t gid;
+	int ret = new_owner(r, req_ino(r), &mode, &uid, &gid);
+
+	if (!ret)
+		ret = mqfs_tmpfile(r->d->fs, req_ino(r), mode, umask & 0777,
+				   uid, gid, e);
+	return ret;
+}
+
+/* CREATE and TMPFILE: the new file, opened. */
+static void create_open(struct mqfs_req *r, bool tmpfile)
 {
 	const struct fuse_create_in *in = req_arg(r);
+	mode_t mode = S_IFREG | (in->mode & 07777);
 	struct mqfs_daemon *d = r->d;
 	struct mqfs_file *f = NULL;
 	struct mqfs_entry e;
 	uint32_t fopen;
 	int ret;
 
-	ret = make_node(r, S_IFREG | (in->mode & 07777), in->umask, 0, &e);
+	ret = tmpfile ? make_tmpfile(r, mode, in->umask, &e)
+		      : make_node(r, mode, in->umask, 0, &e);
 	if (!ret) {
 		ret = mqfs_open(d->fs, e.ino, open_flags(d, (int)in->flags), &f);
 		if (ret)
@@ -479,6 +455,16 @@ static void op_create(struct mqfs_req *r)
 		mqfs_release(d->fs, f);
 		forget_ino(d, e.ino, 1);
 	}
+}
+
+static void op_create(struct mqfs_req *r)
+{
+	create_open(r, false);
+}
+
+static void op_tmpfile(struct mqfs_req *r)
+{
+	create_open(r, true);
 }
 
 /* ---- data ------------------------------------------------------------------ */
@@ -673,7 +659,7 @@ static void op_lseek(struct mqfs_req *r)
  * again (fc->no_opendir), two round trips saved per directory listed
  * (find, rm -r, git status).  The control files' directories too.
  */
-static void op_opendir(struct mqfs_req *r)
+void mqfs_ops_opendir(struct mqfs_req *r)
 {
 	mqfs_reply_err(r, -ENOSYS);
 }
@@ -708,17 +694,17 @@ static void readdir_common(struct mqfs_req *r, bool plus)
 		mqfs_dirbuf_forget(&b, forget_one, d);
 }
 
-static void op_readdir(struct mqfs_req *r)
+void mqfs_ops_readdir(struct mqfs_req *r)
 {
 	readdir_common(r, false);
 }
 
-static void op_readdirplus(struct mqfs_req *r)
+void mqfs_ops_readdirplus(struct mqfs_req *r)
 {
 	readdir_common(r, true);
 }
 
-static void op_ok(struct mqfs_req *r)
+void mqfs_ops_ok(struct mqfs_req *r)
 {
 	mqfs_reply_err(r, 0);
 }
@@ -730,7 +716,7 @@ static void op_fsyncdir(struct mqfs_req *r)
 
 /* ---- the filesystem and extended attributes ----------------------------- */
 
-static void op_statfs(struct mqfs_req *r)
+void mqfs_ops_statfs(struct mqfs_req *r)
 {
 	struct statvfs st;
 	int ret = mqfs_statfs(r->d->fs, &st);
@@ -800,7 +786,7 @@ static void xattr_read(struct mqfs_req *r, const char *name)
 	dst = size ? buf : NULL;
 	ret = name ? mqfs_getxattr(r->d->fs, req_ino(r), name, dst, size)
 		   : mqfs_listxattr(r->d->fs, req_ino(r), dst, size);
-	reply_xattr(r, ret, buf, size);
+	mqfs_reply_xattr(r, ret, buf, size);
 }
 
 static void op_getxattr(struct mqfs_req *r)
@@ -819,110 +805,10 @@ static void op_removexattr(struct mqfs_req *r)
 					   r->m.name[0]));
 }
 
-/* ---- the control surface (.mqfs, ctl.c) ----------------------------------- */
-
-static void ctl_getattr(struct mqfs_req *r)
-{
-	struct stat st;
-	int ret = mqfs_ctl_getattr(&r->d->ctl, req_ino(r), &st);
-
-	if (ret < 0)
-		mqfs_reply_err(r, ret);
-	else
-		mqfs_reply_attr(r, &st, OPS_CTL_TIMEOUT);
-}
-
-static void ctl_setattr(struct mqfs_req *r)
-{
-	struct stat attr, st;
-	unsigned bits = setattr_decode(req_arg(r), &attr);
-	int ret = mqfs_ctl_setattr(&r->d->ctl, req_ino(r), r->m.h->uid,
-				   &attr, bits, &st);
-
-	if (ret < 0)
-		mqfs_reply_err(r, ret);
-	else
-		mqfs_reply_attr(r, &st, OPS_CTL_TIMEOUT);
-}
-
-/* A control file: its text in the handle, never in the page cache. */
-static void ctl_open(struct mqfs_req *r)
-{
-	const struct fuse_open_in *in = req_arg(r);
-	uint64_t fh = 0;
-	int ret = mqfs_ctl_open(&r->d->ctl, req_ino(r), (int)in->flags,
-				r->m.h->uid, &fh);
-
-	if (ret < 0)
-		mqfs_reply_err(r, ret);
-	else if (mqfs_reply_open(r, fh, FOPEN_DIRECT_IO))
-		mqfs_ctl_release(&r->d->ctl, fh);
-}
-
-static void ctl_read(struct mqfs_req *r)
-{
-	const struct fuse_read_in *in = req_arg(r);
-	/* A copy: a killed reader's RELEASE may free the file meanwhile. */
-	ssize_t n = mqfs_ctl_read(&r->d->ctl, in->fh, in->offset,
-				  MQ_MIN((size_t)in->size, MQFS_SLOT_PAYLOAD),
-				  r->payload);
-
-	if (n < 0)
-		mqfs_reply_err(r, (int)n);
-	else
-		mqfs_reply(r, r->payload, (size_t)n);
-}
-
-static void ctl_write(struct mqfs_req *r)
-{
-	const struct fuse_write_in *in = req_arg(r);
-	struct fuse_write_out o = { 0 };
-	ssize_t n = mqfs_ctl_write(&r->d->ctl, in->fh, r->m.h->uid,
-				   r->m.data, r->m.data_len);
-
-	if (n < 0) {
-		mqfs_reply_err(r, (int)n);
-	} else {
-		o.size = (uint32_t)n;
-		mqfs_reply(r, &o, sizeof(o));
-	}
-}
-
-static void ctl_release(struct mqfs_req *r)
-{
-	const struct fuse_release_in *in = req_arg(r);
-
-	mqfs_ctl_release(&r->d->ctl, in->fh);
-	mqfs_reply_err(r, 0);
-}
-
-static void ctl_forget(struct mqfs_req *r)
-{
-	mqfs_reply_none(r);	/* control nodes keep no lookup counts */
-}
-
-static void ctl_einval(struct mqfs_req *r)
-{
-	mqfs_reply_err(r, -EINVAL);
-}
-
-static void ctl_getxattr(struct mqfs_req *r)
-{
-	mqfs_reply_err(r, -ENODATA);
-}
-
-/* No attributes: a size of 0, or an empty list. */
-static void ctl_listxattr(struct mqfs_req *r)
-{
-	const struct fuse_getxattr_in *in = req_arg(r);
-
-	reply_xattr(r, 0, r->payload, in->size);
-}
-
 /* ---- the tables ------------------------------------------------------------ */
 
 /* ACCESS is absent: default_permissions makes the kernel check. */
-static const op_fn fs_ops[MQFS_FUSE_OPCODE_MAX] = {
+static const mqfs_op_fn fs_ops[MQFS_FUSE_OPCODE_MAX] = {
 	[FUSE_LOOKUP] = op_lookup,
 	[FUSE_FORGET] = op_forget,
 	[FUSE_GETATTR] = op_getattr,
@@ -938,7 +824,7 @@ static const op_fn fs_ops[MQFS_FUSE_OPCODE_MAX] = {
 	[FUSE_OPEN] = op_open,
 	[FUSE_READ] = op_read,
 	[FUSE_WRITE] = op_write,
-	[FUSE_STATFS] = op_statfs,
+	[FUSE_STATFS] = mqfs_ops_statfs,
 	[FUSE_RELEASE] = op_release,
 	[FUSE_FSYNC] = op_fsync,
 	[FUSE_SETXATTR] = op_setxattr,
@@ -946,49 +832,26 @@ static const op_fn fs_ops[MQFS_FUSE_OPCODE_MAX] = {
 	[FUSE_LISTXATTR] = op_listxattr,
 	[FUSE_REMOVEXATTR] = op_removexattr,
 	[FUSE_FLUSH] = op_flush,
-	[FUSE_OPENDIR] = op_opendir,
-	[FUSE_READDIR] = op_readdir,
-	[FUSE_RELEASEDIR] = op_ok,
+	[FUSE_OPENDIR] = mqfs_ops_opendir,
+	[FUSE_READDIR] = mqfs_ops_readdir,
+	[FUSE_RELEASEDIR] = mqfs_ops_ok,
 	[FUSE_FSYNCDIR] = op_fsyncdir,
 	[FUSE_CREATE] = op_create,
 	[FUSE_DESTROY] = op_destroy,
 	[FUSE_BATCH_FORGET] = op_batch_forget,
 	[FUSE_FALLOCATE] = op_fallocate,
-	[FUSE_READDIRPLUS] = op_readdirplus,
+	[FUSE_READDIRPLUS] = mqfs_ops_readdirplus,
 	[FUSE_RENAME2] = op_rename2,
 	[FUSE_LSEEK] = op_lseek,
 	[FUSE_SYNCFS] = op_syncfs,
-};
-
-/* On a control inode; any other filesystem operation there: EPERM. */
-static const op_fn ctl_ops[MQFS_FUSE_OPCODE_MAX] = {
-	[FUSE_LOOKUP] = ctl_lookup,
-	[FUSE_FORGET] = ctl_forget,
-	[FUSE_GETATTR] = ctl_getattr,
-	[FUSE_SETATTR] = ctl_setattr,
-	[FUSE_READLINK] = ctl_einval,
-	[FUSE_OPEN] = ctl_open,
-	[FUSE_READ] = ctl_read,
-	[FUSE_WRITE] = ctl_write,
-	[FUSE_STATFS] = op_statfs,
-	[FUSE_RELEASE] = ctl_release,
-	[FUSE_FSYNC] = op_ok,		/* nothing to make durable */
-	[FUSE_GETXATTR] = ctl_getxattr,
-	[FUSE_LISTXATTR] = ctl_listxattr,
-	[FUSE_FLUSH] = op_ok,
-	[FUSE_OPENDIR] = op_opendir,
-	[FUSE_READDIR] = op_readdir,
-	[FUSE_RELEASEDIR] = op_ok,
-	[FUSE_FSYNCDIR] = op_ok,
-	[FUSE_READDIRPLUS] = op_readdirplus,
-	[FUSE_LSEEK] = ctl_einval,
+	[FUSE_TMPFILE] = op_tmpfile,
 };
 
 void mqfs_ops_dispatch(struct mqfs_req *r)
 {
 	uint32_t op = r->m.h->opcode;
 	bool ctl = mqfs_ctl_owns(&r->d->ctl, req_ino(r));
-	op_fn fn = (ctl ? ctl_ops : fs_ops)[op];
+	mqfs_op_fn fn = (ctl ? mqfs_ops_ctl : fs_ops)[op];
 
 	if (fn)
 		fn(r);

@@ -153,3 +153,17 @@ void mqfs_dirbuf_forget(const struct mqfs_dirbuf *b,
 		off += FUSE_DIRENTPLUS_SIZE(dp);
 	}
 }
+
+/* A get/list xattr result: a size when @size is 0, else the bytes. */
+void mqfs_reply_xattr(struct mqfs_req *r, ssize_t ret, const void *buf,
+		      size_t size)
+{
+	struct fuse_getxattr_out o = { .size = (uint32_t)ret };
+
+	if (ret < 0)
+		mqfs_reply_err(r, (int)ret);
+	else if (!size)
+		mqfs_reply(r, &o, sizeof(o));
+	else
+		mqfs_reply(r, buf, (size_t)ret);
+}

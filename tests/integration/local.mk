@@ -30,6 +30,9 @@ FUSE_INTEGRATION_TESTS = \
 	tests/integration/trees.sh \
 	tests/integration/coherence.sh \
 	tests/integration/uring.sh \
+	tests/integration/handles.sh \
+	tests/integration/tmpfile.sh \
+	tests/integration/renameat2.sh \
 	tests/integration/tools-mkfs.sh \
 	tests/integration/tools-fsck.sh
 

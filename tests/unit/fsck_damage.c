@@ -1,13 +1,14 @@
 // SPDX-License-Identifier: MIT
 /*
  * fsck_damage.c - test_fsck's cases of one damage at a time: a clean
- * image passes untouched, a device without mqfs is refused; each kind
- * of damage (superblock and its copies, inode table, directory block,
- * bitmap, link count, extent outside the fs, doubly claimed block, a
- * resealed xattr entry, corruption the daemon refuses to serve, an
- * extent tree block) is reported by -n without a write, repaired by -y
- * (or -p when safe), and the repaired image checks clean and still
- * reads the files that survived; and the image churn leaves is clean.
+ * image passes untouched, a device without mqfs is refused; each kind of
+ * damage (superblock and its copies, inode table, directory block,
+ * bitmap, link count, the next inode generation, extent outside the fs,
+ * doubly claimed block, a resealed xattr entry, corruption the daemon
+ * refuses to serve, an extent tree block) is reported by -n without a
+ * write, repaired by -y (or -p when safe), and the repaired image checks
+ * clean and still reads the files that survived; and the image churn
+ * leaves is clean.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -276,6 +277,23 @@ START_TEST(test_link_count)
 	ck_assert_uint_eq(st.st_nlink, 3);
 	ck_assert_int_eq(mqfs_getattr(x.t.fs, x.a, &st), 0);
 	ck_assert_uint_eq(st.st_nlink, 2);
+	tf_destroy(&x);
+}
+END_TEST
+
+/* A next inode generation an inode already has: raised above them all. */
+START_TEST(test_inode_gen)
+{
+	const uint64_t *ino;
+	struct tf x;
+
+	tf_populate(&x);
+	tf_sb(&x.t)->inode_gen = tf_inode(&x.t, x.b)->generation;
+	tf_reseal(&x.t, 0);
+	tf_repair(&x, MQFS_FSCK_PREEN);
+	for (ino = (uint64_t[]){ x.a, x.b, x.dir, 0 }; *ino; ino++)
+		ck_assert_uint_gt(tf_sb(&x.t)->inode_gen,
+				  tf_inode(&x.t, *ino)->generation);
 	tf_destroy(&x);
 }
 END_TEST
@@ -612,6 +630,7 @@ void fsck_add_damage_tests(TCase *tc)
 	tcase_add_test(tc, test_dir_block);
 	tcase_add_test(tc, test_bitmap);
 	tcase_add_test(tc, test_link_count);
+	tcase_add_test(tc, test_inode_gen);
 	tcase_add_test(tc, test_extent_outside);
 	tcase_add_test(tc, test_double_claim);
 	tcase_add_loop_test(tc, test_xattr_entry, 0, 3);

@@ -42,6 +42,7 @@ FS_UNIT_TESTS = \
 	tests/unit/test_file \
 	tests/unit/test_dir \
 	tests/unit/test_namei \
+	tests/unit/test_rename \
 	tests/unit/test_xattr \
 	tests/unit/test_acl \
 	tests/unit/test_fsck \
@@ -61,7 +62,7 @@ UNIT_LDADD = $(CORE_LIBS) $(CHECK_LIBS)
 FS_UNIT_CFLAGS = $(UNIT_CFLAGS) -I$(top_srcdir)/src/fs
 EXTRA_DIST += tests/unit/t_util.h tests/unit/t_uring.h tests/unit/t_main.h \
 	tests/unit/t_fs.h tests/unit/t_fs_double.h tests/unit/t_fsio.h \
-	tests/unit/t_jforge.h tests/unit/t_dev.h
+	tests/unit/t_jforge.h tests/unit/t_dev.h tests/unit/t_namei.h
 
 tests_unit_test_kthread_CFLAGS = $(UNIT_CFLAGS)
 tests_unit_test_kthread_LDADD = $(UNIT_LDADD)
@@ -143,6 +144,8 @@ tests_unit_test_dir_CFLAGS = $(FS_UNIT_CFLAGS)
 tests_unit_test_dir_LDADD = $(UNIT_LDADD)
 tests_unit_test_namei_CFLAGS = $(FS_UNIT_CFLAGS)
 tests_unit_test_namei_LDADD = $(UNIT_LDADD)
+tests_unit_test_rename_CFLAGS = $(FS_UNIT_CFLAGS)
+tests_unit_test_rename_LDADD = $(UNIT_LDADD)
 tests_unit_test_xattr_CFLAGS = $(FS_UNIT_CFLAGS)
 tests_unit_test_xattr_LDADD = $(UNIT_LDADD)
 tests_unit_test_acl_CFLAGS = $(FS_UNIT_CFLAGS)

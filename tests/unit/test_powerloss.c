@@ -5,12 +5,13 @@
  * Each scenario (create and write, overwrite and append, rename over a
  * file and unlink, truncate down and up through a hole, fallocate,
  * xattrs, mkdir and rmdir, dontcache write-behind with fsync, POSIX
- * ACLs: set, chmod, inherited) is run
- * once on a fault device with a volatile write cache to count its
- * write-like requests (writes and flushes), N.  Then it is run again for
- * every k = 1 .. N + 1 with the power cut just before its kth write
- * (N + 1: after its end), once losing every unflushed sector (LOSE) and
- * once writing a seeded subset of them first (TORN).  After each cut:
+ * ACLs: set, chmod, inherited, O_TMPFILE files linked or not,
+ * renameat2's exchange and whiteout) is run once on a fault device with
+ * a volatile write cache to count its write-like requests (writes and
+ * flushes), N.  Then it is run again for every k = 1 .. N + 1 with the
+ * power cut just before its kth write (N + 1: after its end), once
+ * losing every unflushed sector (LOSE) and once writing a seeded subset
+ * of them first (TORN).  After each cut:
  * fsck -n of the image as the cut left it must be clean; the mount
  * (journal replay) must succeed; the root must hold the names of one of
  * the states from the last sync or fsync to the operation the cut hit;
@@ -192,15 +193,32 @@ static void pl_fallocate(struct pl *p, const char *name, uint32_t off,
 					  len), "fallocate");
 }
 
-static void pl_rename(struct pl *p, const char *from, const char *to)
+/* @flags: 0, RENAME_EXCHANGE or RENAME_WHITEOUT. */
+static void pl_rename(struct pl *p, const char *from, const char *to,
+		      unsigned flags)
 {
+	struct pl_ent *old = &p->cur.e[pl_idx(from)];
+	struct pl_ent *new = &p->cur.e[pl_idx(to)];
+	struct pl_ent was = *new;
+	int ret;
+
 	if (p->dead)
 		return;
-	p->cur.e[pl_idx(to)] = p->cur.e[pl_idx(from)];
-	memset(&p->cur.e[pl_idx(from)], 0, sizeof(struct pl_ent));
+	*new = *old;
+	if (flags & RENAME_EXCHANGE) {
+		*old = was;
+	} else {
+		memset(old, 0, sizeof(*old));
+		old->exists = flags & RENAME_WHITEOUT;	/* empty, no dir */
+	}
 	pl_push(p);
-	(void)pl_failed(p, mqfs_rename(p->t.fs, MQFS_ROOT_INO, from,
-				       MQFS_ROOT_INO, to, 0), "rename");
+	if (flags & RENAME_WHITEOUT)
+		ret = mqfs_rename_whiteout(p->t.fs, MQFS_ROOT_INO, from,
+					   MQFS_ROOT_INO, to, flags, 0, 0);
+	else
+		ret = mqfs_rename(p->t.fs, MQFS_ROOT_INO, from, MQFS_ROOT_INO,
+				  to, flags);
+	(void)pl_failed(p, ret, "rename");
 }
 
 static void pl_unlink(struct pl *p, const char *name)
@@ -275,6 +293,47 @@ static void pl_mknod_in(struct pl *p, const char *dir, const char *child)
 		mqfs_forget(p->t.fs, out.ino, 1);
 }
 
+/*
+ * An O_TMPFILE written through its handle, then (with @name) linked
+ * there: the name appears with its data at the link, never before; one
+ * never linked is gone at its release, or at the mount after a cut.
+ */
+static void pl_tmpfile(struct pl *p, const char *name, size_t len,
+		       unsigned seed)
+{
+	uint8_t *buf = aligned_alloc(4096, (len + 4095) & ~(size_t)4095);
+	struct mqfs_entry t, l;
+	struct mqfs_file *f;
+	struct pl_ent *e;
+	ssize_t ret;
+
+	if (p->dead || pl_failed(p, mqfs_tmpfile(p->t.fs, MQFS_ROOT_INO, 0644, 0,
+						 0, 0, &t), "tmpfile")) {
+		free(buf);
+		return;
+	}
+	pl_fill(buf, 0, len, seed);
+	if (!pl_failed(p, mqfs_open(p->t.fs, t.ino, O_RDWR, &f), "open")) {
+		ret = t_write(p->t.fs, f, 0, buf, len);
+		if (!pl_failed(p, ret, "write") && name) {
+			e = &p->cur.e[pl_idx(name)];
+			memset(e, 0, sizeof(*e));
+			e->exists = true;
+			e->size = (uint32_t)len;
+			memcpy(e->data, buf, len);
+			pl_push(p);
+			ret = mqfs_link(p->t.fs, t.ino, MQFS_ROOT_INO, name,
+					&l);
+			if (!pl_failed(p, ret, "link"))
+				mqfs_forget(p->t.fs, t.ino, 1);
+		}
+		(void)pl_failed(p, mqfs_flush(p->t.fs, f), "flush");
+		(void)mqfs_release(p->t.fs, f);
+	}
+	mqfs_forget(p->t.fs, t.ino, 1);
+	free(buf);
+}
+
 /* Everything so far is durable once it returns. */
 static void pl_sync(struct pl *p)
 {
@@ -310,12 +369,12 @@ static void sc_rename_unlink(struct pl *p)
 	pl_mknod(p, "b", false);
 	pl_write(p, "b", 0, 16384, 2);
 	pl_sync(p);
-	pl_rename(p, "a", "b");			/* over b */
+	pl_rename(p, "a", "b", 0);			/* over b */
 	pl_sync(p);
 	pl_unlink(p, "b");
 	pl_mknod(p, "c", false);
 	pl_write(p, "c", 0, 8192, 3);
-	pl_rename(p, "c", "d");
+	pl_rename(p, "c", "d", 0);
 	pl_sync(p);
 }
 
@@ -400,6 +459,32 @@ static void sc_acl(struct pl *p)
 	pl_sync(p);
 }
 
+static void sc_tmpfile(struct pl *p)
+{
+	pl_tmpfile(p, "a", 12288, 1);
+	pl_sync(p);
+	pl_tmpfile(p, NULL, 8192, 2);		/* never linked */
+	pl_tmpfile(p, "b", 8192, 3);
+	pl_unlink(p, "a");
+	pl_sync(p);
+}
+
+static void sc_renameat2(struct pl *p)
+{
+	pl_mknod(p, "a", false);
+	pl_write(p, "a", 0, 8192, 1);
+	pl_mknod(p, "dir", true);
+	pl_sync(p);
+	pl_rename(p, "a", "b", RENAME_WHITEOUT);
+	pl_mknod(p, "c", false);
+	pl_write(p, "c", 0, 4096, 2);
+	pl_rename(p, "b", "c", RENAME_EXCHANGE);
+	pl_sync(p);
+	pl_rename(p, "dir", "d", RENAME_WHITEOUT);
+	pl_rename(p, "c", "d", RENAME_EXCHANGE);	/* a file and a dir */
+	pl_sync(p);
+}
+
 static const struct {
 	const char *name;
 	void (*run)(struct pl *p);
@@ -410,6 +495,8 @@ static const struct {
 	{ "fallocate_xattr", sc_fallocate_xattr },
 	{ "dontcache", sc_dontcache },
 	{ "acl", sc_acl },
+	{ "tmpfile", sc_tmpfile },
+	{ "renameat2", sc_renameat2 },
 };
 
 /* ---- the checks after a cut ------------------------------------------------ */
