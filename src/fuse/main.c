@@ -410,7 +410,7 @@ static int run(struct mqfs_run *r, struct fuse_args *args)
 	r->se = fuse_session_new(args, &no_ops, sizeof(no_ops), NULL);
 	if (!r->se) {
 		/* libfuse named the option; ours are checked already. */
-		fprintf(stderr, "mqfs: see mqfs -h for the options\n");
+		fprintf(stderr, "Try 'mqfs --help' for more information.\n");
 		return -EINVAL;
 	}
 	ret = mqfs_bg_start(r->cfg.cmd.foreground);
