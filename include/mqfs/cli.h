@@ -65,6 +65,12 @@ struct mqfs_cli_mount {
 };
 
 /*
+ * The mount @path lies in (the deepest mount point above its real
+ * path): 0, or -errno (the path cannot be resolved, no mountinfo).
+ */
+int mqfs_cli_mount_of(const char *path, struct mqfs_cli_mount *m);
+
+/*
  * An mqfs mount of device @dev (its real path, as the daemon names its
  * source): 1 with *@m filled, 0 when there is none, or -errno.
  */

@@ -139,6 +139,18 @@ static int cli_parse_line(char *line, struct mqfs_cli_mount *m)
 	return 0;
 }
 
+/* Depth of mount point @m->dir when it holds @path (resolved), else -1. */
+static int cli_score_dir(const struct mqfs_cli_mount *m, const char *path)
+{
+	size_t n = strlen(m->dir);
+
+	if (!strcmp(m->dir, "/"))
+		return 0;
+	if (!strncmp(m->dir, path, n) && (path[n] == '/' || !path[n]))
+		return (int)n;
+	return -1;
+}
+
 /* 0 when @m is an mqfs mount of device @dev (resolved), else -1. */
 static int cli_score_device(const struct mqfs_cli_mount *m, const char *dev)
 {
@@ -179,6 +191,13 @@ static int cli_scan(const char *path, struct mqfs_cli_mount *m,
 	fclose(f);
 	free(real);
 	return best >= 0;
+}
+
+int mqfs_cli_mount_of(const char *path, struct mqfs_cli_mount *m)
+{
+	int ret = cli_scan(path, m, cli_score_dir);
+
+	return ret < 0 ? ret : ret ? 0 : -ENOENT;
 }
 
 int mqfs_cli_mount_of_device(const char *dev, struct mqfs_cli_mount *m)

@@ -4,18 +4,21 @@
 # program answers --help on stdout (exit 0, within 80 columns) and
 # -V/--version with one line "PROG (mqfs) VERSION"; a usage error is one
 # line naming the program and the problem, then "Try 'PROG --help'", with
-# the program's usage code (mqfs 1, mkfs.mqfs 1, fsck.mqfs 16, mqfs-bench
-# and mqfs-load 2).  On a mounted image (type fuse.mqfs, the image as its
-# source): mkfs.mqfs and fsck.mqfs -y refuse at once with their own
-# prefix, naming the mount.  mkfs.mqfs -J larger than fits is refused,
-# not cut.
+# the program's usage code (mqfs 1, mkfs.mqfs 1, fsck.mqfs 16, mqfsctl,
+# mqfs-bench and mqfs-load 2).  On a mounted image (type fuse.mqfs, the
+# image as its source): mkfs.mqfs and fsck.mqfs -y refuse at once with
+# their own prefix, naming the mount; mqfsctl works from a subdirectory, refuses a path outside any mqfs
+# mount, calls queue_depth read-only, suggests a close setting name, names
+# the device and keeps stat and top within 80 columns.  mkfs.mqfs -J
+# larger than fits is refused, not cut.
 . "$(dirname "$0")/lib.sh"
 t_init
+CTL=$T_BIN/mqfsctl
 BENCH=$T_BIN/mqfs-bench
 LOAD=$T_BIN/mqfs-load
 OUT=$T_DIR/out
 ERR=$T_DIR/err
-for b in "$BENCH" "$LOAD"; do
+for b in "$CTL" "$BENCH" "$LOAD"; do
 	[ -x "$b" ] || t_fail "$b is not built"
 done
 
@@ -57,7 +60,7 @@ usage_error() {
 
 t_say "--help, --version, usage errors"
 for p in "mqfs $MQFS 1" "mkfs.mqfs $MKFS 1" "fsck.mqfs $FSCK 16" \
-	 "mqfs-bench $BENCH 2" "mqfs-load $LOAD 2"; do
+	 "mqfsctl $CTL 2" "mqfs-bench $BENCH 2" "mqfs-load $LOAD 2"; do
 	set -- $p
 	prog=$1 bin=$2 code=$3
 	run 0 "$prog --help" "$bin" --help
@@ -80,6 +83,9 @@ has "$ERR" "requires an argument -- 'J'" "mkfs.mqfs -J"
 usage_error 1 mkfs.mqfs "mkfs.mqfs alone" "$MKFS"
 usage_error 16 fsck.mqfs "fsck.mqfs alone" "$FSCK"
 usage_error 16 fsck.mqfs "fsck.mqfs -Z" "$FSCK" -Z "$T_IMG"
+usage_error 2 mqfsctl "mqfsctl alone" "$CTL"
+usage_error 2 mqfsctl "mqfsctl bogus" "$CTL" bogus "$T_DIR"
+usage_error 2 mqfsctl "mqfsctl stat alone" "$CTL" stat
 usage_error 2 mqfs-load "mqfs-load alone" "$LOAD"
 usage_error 2 mqfs-bench "mqfs-bench x" "$BENCH" x
 usage_error 1 mqfs "mqfs without a device" "$MQFS"
@@ -113,6 +119,38 @@ has "$ERR" "^fsck.mqfs: .* is mounted on $mnt" "fsck.mqfs -y, mounted"
 run 0 "fsck.mqfs -n, mounted" timeout 10 "$FSCK" -n "$T_IMG"
 has "$ERR" "^fsck.mqfs: warning: .* is mounted on $mnt" "fsck.mqfs -n, mounted"
 
+mkdir -p "$T_MNT/sub/dir" || t_fail "mkdir in the mount"
+run 0 "mqfsctl stat from a subdirectory" "$CTL" stat "$T_MNT/sub/dir" 0.1 2
+has "$OUT" "^Device: $img on $mnt$" "mqfsctl stat"
+narrow "$OUT" "mqfsctl stat"
+# The class table: every line as wide as its header.
+sed -n '/^requests by I\/O priority class/,/^$/p' "$OUT" | sed '1d;/^$/d' \
+	>"$T_DIR/classes"
+lines "$T_DIR/classes" 4 "the class table"
+[ "$(awk '{ print length($0) }' "$T_DIR/classes" | sort -u | wc -l)" = 1 ] ||
+	{ cat "$T_DIR/classes"; t_fail "the class table is not aligned"; }
+# top until SIGINT: each screen within 80 columns.
+run 0 "mqfsctl top" timeout --preserve-status -s INT 2.5 "$CTL" top \
+	"$T_MNT/sub"
+has "$OUT" "Device: $img on $mnt$" "mqfsctl top"
+narrow "$OUT" "mqfsctl top"
+run 0 "mqfsctl set from a subdirectory" "$CTL" set "$T_MNT/sub" read_expire=250
+[ "$(cat "$T_MNT/.mqfs/queue/iosched/read_expire")" = 250 ] ||
+	t_fail "read_expire not set from a subdirectory"
+run 1 "mqfsctl set queue_depth" "$CTL" set "$T_MNT" queue_depth=64
+has "$ERR" "^mqfsctl: queue_depth: read-only setting" "queue_depth=64"
+run 1 "mqfsctl set read_expir" "$CTL" set "$T_MNT" read_expir=100
+has "$ERR" "^mqfsctl: read_expir: no such setting; did you mean 'read_expire'?" \
+	"read_expir=100"
+run 1 "mqfsctl set nosuchkey" "$CTL" set "$T_MNT" nosuchkey=1
+has "$ERR" "^mqfsctl: nosuchkey: no such setting" "nosuchkey=1"
+! grep -q "did you mean" "$ERR" || t_fail "nosuchkey: a far-fetched guess"
+for c in "stat $T_DIR" "set $T_DIR scheduler=none" "top $T_DIR"; do
+	set -- $c
+	run 1 "mqfsctl $1 outside the mount" "$CTL" "$@"
+	lines "$ERR" 1 "mqfsctl $1 outside the mount"
+	has "$ERR" "^mqfsctl: $T_DIR: not an mqfs mount$" "mqfsctl $1 outside"
+done
 t_umount
 t_fsck
 t_say "ok"
