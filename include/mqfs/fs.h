@@ -176,6 +176,8 @@ enum mqfs_cache_mode {
 	MQFS_CACHE_DONTCACHE,
 };
 #define MQFS_CACHE_XATTR	"user.mqfs.cache"
+/* The name of @m as cache= and the xattr spell it ("kernel"...). */
+const char *mqfs_cache_mode_name(enum mqfs_cache_mode m);
 
 /*
  * I/O priority policies.  A file's or directory's MQFS_IOPRIO_XATTR

@@ -7,10 +7,11 @@
 # the program's usage code (mqfs 1, mkfs.mqfs 1, fsck.mqfs 16, mqfsctl,
 # mqfs-bench and mqfs-load 2).  On a mounted image (type fuse.mqfs, the
 # image as its source): mkfs.mqfs and fsck.mqfs -y refuse at once with
-# their own prefix, naming the mount; mqfsctl works from a subdirectory, refuses a path outside any mqfs
-# mount, calls queue_depth read-only, suggests a close setting name, names
-# the device and keeps stat and top within 80 columns.  mkfs.mqfs -J
-# larger than fits is refused, not cut.
+# their own prefix, naming the mount; mqfsctl works from a subdirectory,
+# refuses a path outside any mqfs mount, calls queue_depth read-only,
+# suggests a close setting name, names the device and keeps stat and top
+# within 80 columns; the daemon's start line says what is mounted where,
+# in plain words.  mkfs.mqfs -J larger than fits is refused, not cut.
 . "$(dirname "$0")/lib.sh"
 t_init
 CTL=$T_BIN/mqfsctl
@@ -104,10 +105,16 @@ t_mkfs 64M
 t_mount
 img=$(realpath "$T_IMG")
 mnt=$(realpath "$T_MNT")
-awk -v m="$mnt" '$5 == m { for (i = 7; $i != "-"; i++); print $(i + 1), $(i + 2) }' \
-	/proc/self/mountinfo >"$OUT"
+# mountinfo: "... MOUNTPOINT OPTS [TAGS] - TYPE SOURCE SUPEROPTS".
+awk -v m="$mnt" '$5 == m {
+	for (i = 7; $i != "-"; i++) ;
+	print $(i + 1), $(i + 2)
+}' /proc/self/mountinfo >"$OUT"
 [ "$(cat "$OUT")" = "fuse.mqfs $img" ] ||
 	t_fail "mountinfo type and source: '$(cat "$OUT")'"
+start="^mqfs: $img mounted on $mnt: cache=kernel, scheduler mq-deadline,"
+has "$T_LOG" "$start FUSE requests over " "the start line"
+! grep -q "writeback limits" "$T_LOG" || t_fail "jargon in the start line"
 
 # Refused at once (no wait for the lock), with the tool's own prefix.
 run 1 "mkfs.mqfs -f, mounted" timeout 3 "$MKFS" -f "$T_IMG"
@@ -140,7 +147,8 @@ run 0 "mqfsctl set from a subdirectory" "$CTL" set "$T_MNT/sub" read_expire=250
 run 1 "mqfsctl set queue_depth" "$CTL" set "$T_MNT" queue_depth=64
 has "$ERR" "^mqfsctl: queue_depth: read-only setting" "queue_depth=64"
 run 1 "mqfsctl set read_expir" "$CTL" set "$T_MNT" read_expir=100
-has "$ERR" "^mqfsctl: read_expir: no such setting; did you mean 'read_expire'?" \
+has "$ERR" \
+	"^mqfsctl: read_expir: no such setting; did you mean 'read_expire'?" \
 	"read_expir=100"
 run 1 "mqfsctl set nosuchkey" "$CTL" set "$T_MNT" nosuchkey=1
 has "$ERR" "^mqfsctl: nosuchkey: no such setting" "nosuchkey=1"
