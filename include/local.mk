@@ -5,6 +5,7 @@ noinst_HEADERS += \
 	%reldir%/mqfs/inflight.h \
 	%reldir%/mqfs/kthread.h \
 	%reldir%/mqfs/blk.h \
+	%reldir%/mqfs/cli.h \
 	%reldir%/mqfs/clock.h \
 	%reldir%/mqfs/compiler.h \
 	%reldir%/mqfs/elevator.h \

@@ -2,7 +2,7 @@
 bin_PROGRAMS += mqfs-bench
 mqfs_bench_SOURCES = %reldir%/bench/mqfs-bench.c %reldir%/bench/bench_i.h \
 	%reldir%/bench/hist.c %reldir%/bench/bench_opts.c %reldir%/bench/report.c
-mqfs_bench_LDADD = $(CORE_LIBS)
+mqfs_bench_LDADD = libmqcli.a $(CORE_LIBS)
 include %reldir%/load/local.mk
 
 # The filesystem (src/fs): libmqfs.a, over libmqblk.a.  It may reference

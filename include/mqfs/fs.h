@@ -26,7 +26,8 @@ struct mqfs_file;
 struct mqfs_mkfs_opts {
 	uint64_t size_bytes;		/* 0: the whole device */
 	uint64_t inodes;		/* 0: one per 16 KiB */
-	uint64_t journal_bytes;		/* 0: 1/64 of the size, 1-32 MiB */
+	uint64_t journal_bytes;		/* 0: 1/64 of the size, 1-32 MiB;
+					 * more than fits: -EINVAL */
 	uint32_t ag_blocks;		/* 0: MQFS_AG_MAX_BLOCKS (tests: less) */
 	const char *label;
 	const uint8_t *uuid;		/* NULL: random */
@@ -43,6 +44,13 @@ struct mqfs_mkfs_report {
 	uint64_t sb_copy[MQFS_REPORT_COPIES];
 	unsigned nr_sb_copies;
 };
+
+/*
+ * The largest journal_bytes a filesystem of @size_bytes (whole blocks)
+ * made with @o can have: a quarter of it, and half an allocation group.
+ */
+uint64_t mqfs_mkfs_journal_max(uint64_t size_bytes,
+			       const struct mqfs_mkfs_opts *o);
 
 /* Format the device behind @q (every write goes through @q). */
 int mqfs_mkfs(struct mq_queue *q, const struct mqfs_mkfs_opts *o,
@@ -203,6 +211,8 @@ enum mqfs_cache_mode {
 	MQFS_CACHE_DONTCACHE,
 };
 #define MQFS_CACHE_XATTR	"user.mqfs.cache"
+/* The name of @m as cache= and the xattr spell it ("kernel"...). */
+const char *mqfs_cache_mode_name(enum mqfs_cache_mode m);
 
 /*
  * I/O priority policies.  A file's or directory's MQFS_IOPRIO_XATTR

@@ -9,6 +9,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include "bench_i.h"
+#include "mqfs/cli.h"
+
+#define BENCH_PROG	"mqfs-bench"
+#define BENCH_USAGE	2
 
 static const char *const rw_names[] = {
 	[BENCH_READ] = "read", [BENCH_WRITE] = "write",
@@ -57,7 +61,9 @@ static void usage(FILE *f)
 "  --fixedbufs           io_uring: register the I/O buffers\n"
 "  --complete-in-task    end bios in the completion worker (task context)\n"
 "  --complete-delay-us N completion worker batching delay (default 1000)\n"
-"  --json                print JSON\n");
+"  --json                print JSON\n"
+"  -h, --help            this text\n"
+"  -V, --version         the version\n");
 }
 
 static int parse_size(const char *s, uint64_t *out)
@@ -106,7 +112,7 @@ static int parse_rw(const char *s, enum bench_rw *rw)
 enum {
 	O_DEV = 256, O_LAT, O_DEVQD, O_SCHED, O_RW, O_MIX, O_BS, O_QD, O_JOBS,
 	O_RUNTIME, O_SIZE, O_PLUG, O_NRHW, O_NRREQ, O_QDEPTH, O_EAGER,
-	O_ASYNC, O_SINGLE, O_NOMERGE, O_SEED, O_JSON, O_HELP, O_SQPOLL,
+	O_ASYNC, O_SINGLE, O_NOMERGE, O_SEED, O_JSON, O_SQPOLL,
 	O_TASK, O_DELAY, O_FIXEDBUFS, O_POLL, O_IOPOLL,
 };
 
@@ -122,11 +128,12 @@ static const struct option long_opts[] = {
 	{ "eager-dispatch", 0, NULL, O_EAGER }, { "async-run", 0, NULL, O_ASYNC },
 	{ "single-tag", 0, NULL, O_SINGLE }, { "nomerges", 0, NULL, O_NOMERGE },
 	{ "seed", 1, NULL, O_SEED }, { "json", 0, NULL, O_JSON },
-	{ "help", 0, NULL, O_HELP }, { "sqpoll", 0, NULL, O_SQPOLL },
+	{ "sqpoll", 0, NULL, O_SQPOLL },
 	{ "complete-in-task", 0, NULL, O_TASK },
 	{ "complete-delay-us", 1, NULL, O_DELAY },
 	{ "fixedbufs", 0, NULL, O_FIXEDBUFS }, { "poll", 0, NULL, O_POLL },
 	{ "iopoll", 0, NULL, O_IOPOLL },
+	MQFS_CLI_LONG_OPTIONS,
 	{ NULL, 0, NULL, 0 },
 };
 
@@ -207,23 +214,19 @@ int bench_parse_opts(int argc, char **argv, struct bench_opts *o)
 				  .bs = 4096, .qd = 32, .jobs = 1, .runtime = 5,
 				  .plug = 32, .seed = 1,
 				  .complete_delay_us = 1000 };
-	while ((c = getopt_long(argc, argv, "h", long_opts, &idx)) != -1) {
-		if (c == 'h' || c == O_HELP) {
-			usage(stdout);
-			exit(0);
-		}
-		if (c == '?' || set_opt(o, c, optarg)) {
-			if (c != '?')
-				fprintf(stderr, "mqfs-bench: bad value for --%s: '%s'\n",
-					long_opts[idx].name, optarg ? optarg : "");
-			usage(stderr);
-			return -EINVAL;
-		}
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, ":hV", long_opts, &idx)) != -1) {
+		if (c == 'h' || c == 'V' || c == '?' || c == ':')
+			return mqfs_cli_std_option(BENCH_PROG, -EINVAL, c, argv,
+						   usage);
+		if (set_opt(o, c, optarg))
+			return mqfs_cli_usage_error(BENCH_PROG, -EINVAL,
+						    "bad value for --%s: '%s'",
+						    long_opts[idx].name,
+						    optarg ? optarg : "");
 	}
-	if (optind < argc) {
-		fprintf(stderr, "mqfs-bench: unexpected argument '%s'\n",
-			argv[optind]);
-		return -EINVAL;
-	}
+	if (optind < argc)
+		return mqfs_cli_usage_error(BENCH_PROG, -EINVAL, "unexpected "
+					    "argument '%s'", argv[optind]);
 	return bench_check_poll(o);
 }

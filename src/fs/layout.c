@@ -39,23 +39,38 @@ uint64_t mqfs_layout_ag_overhead(const struct mqfs_layout *l, uint32_t ag)
 	return n;
 }
 
+/* The largest journal: a quarter of the filesystem, half an AG. */
+static uint64_t layout_journal_max(uint64_t blocks, uint32_t ag_blocks)
+{
+	return MQ_MIN(blocks / 4, ag_blocks / 2);
+}
+
+static uint32_t layout_ag_blocks(const struct mqfs_mkfs_opts *o)
+{
+	return o->ag_blocks ? o->ag_blocks : MQFS_AG_MAX_BLOCKS;
+}
+
+uint64_t mqfs_mkfs_journal_max(uint64_t size_bytes,
+			       const struct mqfs_mkfs_opts *o)
+{
+	return layout_journal_max(size_bytes / MQFS_BLOCK_SIZE,
+				  layout_ag_blocks(o)) * MQFS_BLOCK_SIZE;
+}
+
+/* The default (1/64, 1-32 MiB) is cut to what fits; -J is not (compute). */
 static uint32_t layout_journal(uint64_t blocks, const struct mqfs_mkfs_opts *o,
 			       uint32_t ag_blocks)
 {
-	uint64_t j = o->journal_bytes ? o->journal_bytes / MQFS_BLOCK_SIZE
-				      : blocks / 64;
+	uint64_t j = o->journal_bytes / MQFS_BLOCK_SIZE;
 
 	if (!o->journal_bytes) {
+		j = blocks / 64;
 		if (j < MKFS_JOURNAL_DEF_MIN)
 			j = MKFS_JOURNAL_DEF_MIN;
 		if (j > MKFS_JOURNAL_DEF_MAX)
 			j = MKFS_JOURNAL_DEF_MAX;
 	}
-	if (j > blocks / 4)
-		j = blocks / 4;
-	if (j > ag_blocks / 2)
-		j = ag_blocks / 2;
-	return (uint32_t)j;
+	return (uint32_t)MQ_MIN(j, layout_journal_max(blocks, ag_blocks));
 }
 
 /* A filesystem smaller than one AG sizes its inodes by what it has. */
@@ -80,13 +95,17 @@ static uint32_t layout_inodes_per_ag(const struct mqfs_mkfs_opts *o,
 int mqfs_layout_compute(uint64_t block_count, const struct mqfs_mkfs_opts *o,
 			struct mqfs_layout *l)
 {
-	uint32_t ag_blocks = o->ag_blocks ? o->ag_blocks : MQFS_AG_MAX_BLOCKS;
+	uint32_t ag_blocks = layout_ag_blocks(o);
 	uint32_t last;
 
 	if (ag_blocks < MKFS_AG_MIN || ag_blocks > MQFS_AG_MAX_BLOCKS)
 		return -EINVAL;
 	if (block_count < MQFS_MIN_BLOCKS)
 		return -ENOSPC;
+	/* A journal larger than fits is refused, never silently cut. */
+	if (o->journal_bytes / MQFS_BLOCK_SIZE >
+	    layout_journal_max(block_count, ag_blocks))
+		return -EINVAL;
 	memset(l, 0, sizeof(*l));
 	l->block_count = block_count;
 	l->ag_blocks = ag_blocks;

@@ -283,6 +283,12 @@ static const char *const xa_policies[] = {
 	[MQFS_CACHE_DONTCACHE] = "dontcache",
 };
 
+const char *mqfs_cache_mode_name(enum mqfs_cache_mode m)
+{
+	return m >= MQFS_CACHE_KERNEL && m <= MQFS_CACHE_DONTCACHE
+		? xa_policies[m] : "unset";
+}
+
 static bool xa_is_policy(const char *name)
 {
 	return !strcmp(name, MQFS_CACHE_XATTR);

@@ -26,6 +26,6 @@ libmqfuse_a_CFLAGS = $(AM_CFLAGS) $(FUSE_CFLAGS)
 bin_PROGRAMS += mqfs
 mqfs_SOURCES = %reldir%/main.c
 mqfs_CFLAGS = $(AM_CFLAGS) $(FUSE_CFLAGS)
-mqfs_LDADD = libmqfuse.a $(CORE_LIBS) $(FUSE_LIBS)
+mqfs_LDADD = libmqfuse.a libmqcli.a $(CORE_LIBS) $(FUSE_LIBS)
 man_MANS += man/mqfs.8
 EXTRA_DIST += man/mqfs.8.in

@@ -231,28 +231,53 @@ static int run_rings(struct mqfs_run *r)
 	return d->transport == MQFS_TRANSPORT_URING ? ret : 0;
 }
 
-/* What serves the requests, for the -f start-up line. */
-static void run_describe_transport(struct mqfs_run *r, char *buf, size_t size)
+/* How the FUSE requests come, in the start-up line's words. */
+static void run_describe_requests(struct mqfs_run *r, char *buf,
+				  size_t size)
+{
+	struct mqfs_daemon *d = &r->d;
+
+	if (d->conn.uring)
+		snprintf(buf, size, "FUSE requests over io_uring (%u rings)",
+			 d->rings.nr_queues);
+	else
+		snprintf(buf, size, "FUSE requests over /dev/fuse%s%s",
+			 d->transport_note[0] ? "; " : "", d->transport_note);
+}
+
+/*
+ * The -f start-up line, in plain words: what is mounted where and how.
+ * With -d a second line gives the driver, the rings' shape, the workers
+ * and the writeback limits.
+ */
+static void run_say_started(struct mqfs_run *r)
 {
 	struct mqfs_daemon *d = &r->d;
 	struct mqfs_ring_stats s;
+	char how[224], bdi[160];
 
+	run_describe_requests(r, how, sizeof(how));
+	fprintf(stderr, "mqfs: %s mounted on %s: cache=%s, scheduler %s, "
+		"%s\n", r->cfg.device, r->mnt, mqfs_cache_mode_name(d->cache),
+		mq_queue_elevator_name(r->q), how);
+	if (!r->cfg.cmd.debug)
+		return;
 	mqfs_rings_get_stats(&d->rings, &s);
+	mqfs_bdi_describe(&d->bdi, bdi, sizeof(bdi));
 	if (d->conn.uring)
-		snprintf(buf, size, "io_uring, %u rings of %u entries, device "
-			 "I/O reaped by %s", d->rings.nr_queues,
-			 d->rings.depth, s.dev_polled ? "the rings" :
-			 "the driver's threads");
+		snprintf(how, sizeof(how), "rings of %u entries, device I/O "
+			 "reaped by %s; ", d->rings.depth, s.dev_polled ?
+			 "the rings" : "the driver's threads");
 	else
-		snprintf(buf, size, "/dev/fuse%s%s%s", d->transport_note[0]
-			 ? " (" : "", d->transport_note,
-			 d->transport_note[0] ? ")" : "");
+		how[0] = '\0';
+	fprintf(stderr, "mqfs: driver %s; %sup to %u workers, %u request "
+		"buffers; writeback limits: %s\n", r->dev->ops->name, how,
+		d->eng.max_workers, d->eng.pool.nr, bdi);
 }
 
 /* The FUSE mount, its writeback limits, and the workers serving it. */
 static int run_mount(struct mqfs_run *r)
 {
-	char bdi[160], how[224];
 	int ret;
 
 	/* Resolved now: once mounted, a stat of it waits for the workers. */
@@ -295,14 +320,8 @@ static int run_mount(struct mqfs_run *r)
 			"%s\n", r->mnt, strerror(-ret));
 		return ret;
 	}
-	if (r->cfg.cmd.foreground) {
-		mqfs_bdi_describe(&r->d.bdi, bdi, sizeof(bdi));
-		run_describe_transport(r, how, sizeof(how));
-		fprintf(stderr, "mqfs: %s on %s: driver %s, transport %s; up "
-			"to %u workers, %u request buffers, writeback limits: "
-			"%s\n", r->cfg.device, r->mnt, r->dev->ops->name, how,
-			r->d.eng.max_workers, r->d.eng.pool.nr, bdi);
-	}
+	if (r->cfg.cmd.foreground)
+		run_say_started(r);
 	return 0;
 }
 
@@ -410,7 +429,7 @@ static int run(struct mqfs_run *r, struct fuse_args *args)
 	r->se = fuse_session_new(args, &no_ops, sizeof(no_ops), NULL);
 	if (!r->se) {
 		/* libfuse named the option; ours are checked already. */
-		fprintf(stderr, "mqfs: see mqfs -h for the options\n");
+		fprintf(stderr, "Try 'mqfs --help' for more information.\n");
 		return -EINVAL;
 	}
 	ret = mqfs_bg_start(r->cfg.cmd.foreground);

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "fuse_i.h"
+#include "mqfs/cli.h"
 #include "mqfs/elevator.h"
 
 /* The elevator whose tunables are mount options: its attribute table. */
@@ -45,11 +46,11 @@ struct opts_raw {
 	char *uring_pin_to, *driver;
 	char *uring_doorbell;
 	char *tunables[MQFS_MAX_TUNABLES];
-	int sqpoll, uring_pin, ro, fsname, noacl;
+	int sqpoll, uring_pin, ro, fsname, subtype, noacl;
 	char *device;
 };
 
-enum { KEY_RO, KEY_FSNAME, KEY_ACL, KEY_NOACL };
+enum { KEY_RO, KEY_FSNAME, KEY_SUBTYPE, KEY_ACL, KEY_NOACL };
 
 #define RAW(t, f)	{ t, offsetof(struct opts_raw, f), 1 }
 
@@ -80,6 +81,7 @@ static const struct fuse_opt raw_opts[] = {
 	/* Kept for the kernel too: the mount itself is read-only. */
 	FUSE_OPT_KEY("ro", KEY_RO),
 	FUSE_OPT_KEY("fsname=", KEY_FSNAME),
+	FUSE_OPT_KEY("subtype=", KEY_SUBTYPE),
 	/* POSIX ACLs, on unless refused; the last one given wins. */
 	FUSE_OPT_KEY("acl", KEY_ACL),
 	FUSE_OPT_KEY("noacl", KEY_NOACL),
@@ -136,6 +138,9 @@ static int raw_proc(void *data, const char *arg, int key,
 		return 1;
 	case KEY_FSNAME:
 		raw->fsname = 1;
+		return 1;
+	case KEY_SUBTYPE:
+		raw->subtype = 1;
 		return 1;
 	case KEY_ACL:
 	case KEY_NOACL:
@@ -441,7 +446,8 @@ static void usage_tunables(FILE *f)
 		char opt[40];
 
 		snprintf(opt, sizeof(opt), "%s=N", a->name);
-		fprintf(f, "  -o %-25s %s\n", opt, a->help);
+		fprintf(f, "  -o %-25s ", opt);
+		mqfs_cli_wrap(f, a->help, 31);
 	}
 	if (t)
 		fprintf(f, "%31s(mq-deadline only; defaults in mqfs(8))\n", "");
@@ -508,26 +514,31 @@ static void usage(FILE *f)
 "                               after each request, or after each while\n"
 "                               the thread is idle most of the time [auto]\n"
 "default_permissions is always on: the kernel checks access.\n"
-"\n");
+"\n"
+"general options:\n"
+"  -f                           stay in the foreground\n"
+"  -d                           print every FUSE request (implies -f)\n"
+"  -o allow_other, allow_root   let other users (or root) in\n"
+"  -o auto_unmount              unmount when the daemon dies\n"
+"  -h, --help                   this text\n"
+"  -V, --version                the version\n");
 }
 
 /* Help and version: printed, then the caller exits 0. */
 static int show_info(const struct fuse_cmdline_opts *cmd)
 {
-	if (cmd->show_version) {
-		printf("mqfs %s (libfuse %s)\n", PACKAGE_VERSION,
-		       fuse_pkgversion());
-		fuse_lowlevel_version();
-		return 1;
-	}
-	usage(stdout);
-	printf("FUSE options:\n");
-	fuse_cmdline_help();
-	fuse_lowlevel_help();
+	if (cmd->show_version)
+		mqfs_cli_version("mqfs");
+	else
+		usage(stdout);
 	return 1;
 }
 
-/* default_permissions always, and the device as the source in mtab. */
+/*
+ * default_permissions always; the device as the source in mtab and the
+ * type fuse.mqfs (as mount -t fuse.mqfs gives), by which the tools know
+ * an mqfs mount and its device.
+ */
 static int add_fuse_opts(struct fuse_args *args, const struct opts_raw *raw,
 			 const char *device)
 {
@@ -538,6 +549,7 @@ static int add_fuse_opts(struct fuse_args *args, const struct opts_raw *raw,
 	if (asprintf(&fsname, "fsname=%s", path ? path : device) < 0)
 		fsname = NULL;
 	if (fuse_opt_add_opt(&opts, "default_permissions") ||
+	    (!raw->subtype && fuse_opt_add_opt(&opts, "subtype=mqfs")) ||
 	    (!raw->fsname && (!fsname ||
 			      fuse_opt_add_opt_escaped(&opts, fsname))) ||
 	    fuse_opt_add_arg(args, "-o") || fuse_opt_add_arg(args, opts))
@@ -558,12 +570,10 @@ static int parse_checked(struct fuse_args *args, struct opts_raw *raw,
 		return -EINVAL;
 	if (cfg->cmd.show_help || cfg->cmd.show_version)
 		return show_info(&cfg->cmd);
-	if (!raw->device || !cfg->cmd.mountpoint) {
-		fprintf(stderr, "mqfs: %s\n", raw->device ? "no mount point given"
-				: "no device given");
-		usage(stderr);
-		return -EINVAL;
-	}
+	if (!raw->device || !cfg->cmd.mountpoint)
+		return mqfs_cli_usage_error("mqfs", -EINVAL, "%s", raw->device ?
+					    "no mount point given" :
+					    "no device given");
 	if (check_queue(raw, cfg) + check_fs(raw, cfg) + check_fuse(raw, cfg))
 		return -EINVAL;
 	if (add_fuse_opts(args, raw, raw->device)) {

@@ -4,6 +4,6 @@
 # not libmqfs: it measures the kernel's filesystems beside a mounted mqfs.
 bin_PROGRAMS += mqfs-load
 mqfs_load_SOURCES = %reldir%/mqfs-load.c %reldir%/run.c %reldir%/load_i.h
-mqfs_load_LDADD = $(URING_LIBS)
+mqfs_load_LDADD = libmqcli.a $(URING_LIBS)
 man_MANS += man/mqfs-load.1
 EXTRA_DIST += man/mqfs-load.1.in

@@ -18,8 +18,8 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
-#include "config.h"
 #include "load_i.h"
+#include "mqfs/cli.h"
 
 #define MAX_BS		(64u << 20)
 #define MAX_QD		4096u
@@ -56,11 +56,11 @@ bool load_mode_writes(enum load_mode m)
 
 /* ---- command line ---- */
 
-static const char usage_line[] = "usage: mqfs-load [options] FILE\n";
+#define LOAD_PROG	"mqfs-load"
 
 static void usage(FILE *f)
 {
-	fputs(usage_line, f);
+	fputs("Usage: " LOAD_PROG " [options] FILE\n", f);
 	fputs(
 "  -m, --mode MODE    write|read|randwrite|randread|rw (default write)\n"
 "      --mix PCT      rw: percent reads (default 50)\n"
@@ -157,7 +157,7 @@ static const struct option long_opts[] = {
 	{ "time", 1, NULL, 't' }, { "loops", 0, NULL, O_LOOPS },
 	{ "fsync-end", 0, NULL, O_FSYNC_END }, { "verify", 0, NULL, O_VERIFY },
 	{ "seed", 1, NULL, O_SEED }, { "json", 0, NULL, O_JSON },
-	{ "help", 0, NULL, 'h' }, { "version", 0, NULL, 'V' },
+	MQFS_CLI_LONG_OPTIONS,
 	{ NULL, 0, NULL, 0 },
 };
 
@@ -202,13 +202,10 @@ static const char *check_opts(const struct load_opts *o)
 	return NULL;
 }
 
-/* @why (getopt has already said it when NULL), then the usage line. */
+/* @why and the hint to --help: a usage error (exit 2). */
 static int usage_error(const char *why)
 {
-	if (why)
-		fprintf(stderr, "mqfs-load: %s\n", why);
-	fputs(usage_line, stderr);
-	fputs("Try 'mqfs-load --help' for the options.\n", stderr);
+	mqfs_cli_usage_error(LOAD_PROG, LOAD_EXIT_USAGE, "%s", why);
 	return -EINVAL;
 }
 
@@ -224,7 +221,7 @@ static int bad_value(int c, int idx, const char *arg)
 	return usage_error(why);
 }
 
-/* 0, -EINVAL after a message (exit 2), or 1 when --help/--version ran. */
+/* 0, or -EINVAL after a message (exit 2); --help and --version exit 0. */
 static int load_parse_opts(int argc, char **argv, struct load_opts *o)
 {
 	int c, idx = -1;
@@ -232,18 +229,14 @@ static int load_parse_opts(int argc, char **argv, struct load_opts *o)
 	*o = (struct load_opts){ .mode = LOAD_WRITE, .mix = 50, .bs = 128 << 10,
 				 .qd = 1, .engine = LOAD_URING,
 				 .flags = LOAD_BUFFERED, .jobs = 1, .seed = 1 };
-	while ((c = getopt_long(argc, argv, "m:b:q:e:f:j:s:t:hV", long_opts,
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, ":m:b:q:e:f:j:s:t:hV", long_opts,
 				&idx)) != -1) {
-		if (c == 'h') {
-			usage(stdout);
-			return 1;
+		if (c == 'h' || c == 'V' || c == '?' || c == ':') {
+			mqfs_cli_std_option(LOAD_PROG, LOAD_EXIT_USAGE, c, argv,
+					    usage);
+			return -EINVAL;
 		}
-		if (c == 'V') {
-			printf("mqfs-load (mqfs) %s\n", PACKAGE_VERSION);
-			return 1;
-		}
-		if (c == '?' || c == ':')
-			return usage_error(NULL);
 		if (set_opt(o, c, optarg))
 			return bad_value(c, idx, optarg);
 		idx = -1;
@@ -276,10 +269,7 @@ static int load_default_size(struct load_opts *o)
 	}
 	fprintf(stderr, "mqfs-load: %s: missing or shorter than one block: %s\n",
 		path, reads ? "write it first (-m write -s SIZE)" : "give --size");
-	if (reads)
-		return LOAD_EXIT_FAIL;
-	fputs(usage_line, stderr);
-	return LOAD_EXIT_USAGE;
+	return reads ? LOAD_EXIT_FAIL : LOAD_EXIT_USAGE;
 }
 
 /* ---- the run ---- */
@@ -567,7 +557,7 @@ int main(int argc, char **argv)
 	int ret = load_parse_opts(argc, argv, &o);
 
 	if (ret)
-		return ret > 0 ? 0 : LOAD_EXIT_USAGE;
+		return LOAD_EXIT_USAGE;
 	ret = load_default_size(&o);
 	return ret ? ret : load_run(&o);
 }

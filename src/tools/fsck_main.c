@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "mqfs/blk.h"
+#include "mqfs/cli.h"
 #include "mqfs/fs.h"
 #include "tools_i.h"
 
@@ -45,6 +46,8 @@ static void fsck_usage(FILE *out)
 		"  -b blk work from the superblock copy in block blk (with\n"
 		"         -y or -p block 0 is rewritten from it)\n"
 		"  -C fd  progress lines (percentages) on stderr\n"
+		"  -h, --help     this text\n"
+		"  -V, --version  the version\n"
 		"Exit: 0 clean, 1 errors fixed, 4 errors left uncorrected,\n"
 		"      8 operational error, 16 usage error.\n");
 }
@@ -60,6 +63,11 @@ static int fsck_set_mode(struct fsck_args *a, enum mqfs_fsck_mode m)
 	return 0;
 }
 
+static const struct option fsck_long_opts[] = {
+	MQFS_CLI_LONG_OPTIONS,
+	{ NULL, 0, NULL, 0 },
+};
+
 static int fsck_parse(int argc, char **argv, struct fsck_args *a)
 {
 	unsigned long long blk;
@@ -69,7 +77,9 @@ static int fsck_parse(int argc, char **argv, struct fsck_args *a)
 
 	a->o.mode = MQFS_FSCK_NO;
 	a->progress_fd = -1;
-	while ((c = getopt(argc, argv, "nypafvb:C:h")) != -1) {
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, ":nypafvb:C:hV", fsck_long_opts,
+				NULL)) != -1) {
 		switch (c) {
 		case 'n':
 			if (fsck_set_mode(a, MQFS_FSCK_NO))
@@ -112,16 +122,14 @@ static int fsck_parse(int argc, char **argv, struct fsck_args *a)
 			}
 			a->progress_fd = (int)fd;
 			break;
-		case 'h':
-			fsck_usage(stdout);
-			exit(0);
 		default:
-			fsck_usage(stderr);
+			mqfs_cli_std_option(PROG, FSCK_USAGE, c, argv,
+					    fsck_usage);
 			return -EINVAL;
 		}
 	}
-	a->path = tool_operand(PROG, "no device given", argc, argv,
-			       fsck_usage);
+	a->path = tool_operand(PROG, FSCK_USAGE, "no device given", argc,
+			       argv);
 	return a->path ? 0 : -EINVAL;
 }
 

@@ -21,11 +21,13 @@
 #include <unistd.h>
 
 #include "mqfs/blk.h"
+#include "mqfs/cli.h"
 #include "mqfs/format.h"
 #include "mqfs/fs.h"
 #include "tools_i.h"
 
 #define PROG "mkfs.mqfs"
+#define MKFS_USAGE 1
 /* Bytes the signature probe reads: up to btrfs's magic at 65600. */
 #define PROBE_BLOCKS 17u
 
@@ -41,14 +43,18 @@ static void mkfs_usage(FILE *out)
 {
 	fprintf(out,
 		"Usage: " PROG " [-L label] [-U uuid] [-N inodes] "
-		"[-J journal-size] [-s size] [-f] [-q] DEVICE|IMAGE\n"
+		"[-J journal-size]\n"
+		"                 [-s size] [-f] [-q] DEVICE|IMAGE\n"
 		"  -L label   volume label (at most 63 bytes)\n"
 		"  -U uuid    volume UUID (default: random)\n"
 		"  -N inodes  number of inodes (default: one per 16 KiB)\n"
-		"  -J size    journal size (default: 1/64 of the fs, 1-32 MiB)\n"
+		"  -J size    journal size (default: 1/64 of the fs, 1-32 MiB;\n"
+		"             at most a quarter of the fs)\n"
 		"  -s size    filesystem size; creates IMAGE if it is missing\n"
 		"  -f         overwrite an existing filesystem signature\n"
 		"  -q         quiet\n"
+		"  -h, --help     this text\n"
+		"  -V, --version  the version\n"
 		"Sizes take K, M, G or T suffixes (powers of 1024).\n");
 }
 
@@ -98,11 +104,18 @@ static int mkfs_size_arg(char opt, const char *s, uint64_t *out)
 	return 0;
 }
 
+static const struct option mkfs_long_opts[] = {
+	MQFS_CLI_LONG_OPTIONS,
+	{ NULL, 0, NULL, 0 },
+};
+
 static int mkfs_parse(int argc, char **argv, struct mkfs_args *a)
 {
 	int c;
 
-	while ((c = getopt(argc, argv, "L:U:N:J:s:fqh")) != -1) {
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, ":L:U:N:J:s:fqhV", mkfs_long_opts,
+				NULL)) != -1) {
 		switch (c) {
 		case 'L':
 			if (strlen(optarg) >= sizeof(((struct mqfs_super *)0)->label)) {
@@ -137,16 +150,14 @@ static int mkfs_parse(int argc, char **argv, struct mkfs_args *a)
 		case 'q':
 			a->quiet = true;
 			break;
-		case 'h':
-			mkfs_usage(stdout);
-			exit(0);
 		default:
-			mkfs_usage(stderr);
+			mqfs_cli_std_option(PROG, MKFS_USAGE, c, argv,
+					    mkfs_usage);
 			return -EINVAL;
 		}
 	}
-	a->path = tool_operand(PROG, "no device or image given", argc, argv,
-			       mkfs_usage);
+	a->path = tool_operand(PROG, MKFS_USAGE, "no device or image given",
+			       argc, argv);
 	if (!a->path)
 		return -EINVAL;
 	if (a->size && a->size < (uint64_t)MQFS_MIN_BLOCKS * MQFS_BLOCK_SIZE) {
@@ -291,7 +302,23 @@ static void mkfs_print(const struct mkfs_args *a,
 	printf("%s\n", r->nr_sb_copies > MQFS_REPORT_COPIES ? " ..." : "");
 }
 
-/* Check -s against the device, probe, format.  0 or -errno. */
+/* -J larger than a filesystem of @size_bytes can hold: refused. */
+static int mkfs_check_journal(const struct mkfs_args *a, uint64_t size_bytes)
+{
+	uint64_t max = mqfs_mkfs_journal_max(size_bytes, &a->o);
+	char want[32], most[32], fs[32];
+
+	if (a->o.journal_bytes <= max)
+		return 0;
+	fprintf(stderr, PROG ": %s: -J %s is too large: a filesystem of %s "
+		"holds a journal of at most %s\n", a->path,
+		tool_human(a->o.journal_bytes, want, sizeof(want)),
+		tool_human(size_bytes, fs, sizeof(fs)),
+		tool_human(max, most, sizeof(most)));
+	return -EINVAL;
+}
+
+/* Check -s and -J against the device, probe, format.  0 or -errno. */
 static int mkfs_run(struct mq_queue *q, const struct mkfs_args *a,
 		    bool created)
 {
@@ -305,6 +332,10 @@ static int mkfs_run(struct mq_queue *q, const struct mkfs_args *a,
 			dev_bytes);
 		return -EINVAL;
 	}
+	ret = mkfs_check_journal(a, a->o.size_bytes ? a->o.size_bytes
+						    : dev_bytes);
+	if (ret)
+		return ret;
 	if (!created && (ret = mkfs_probe(q, a)))
 		return ret;
 	ret = mqfs_mkfs(q, &a->o, &rep);
@@ -325,7 +356,7 @@ int main(int argc, char **argv)
 	int ret;
 
 	if (mkfs_parse(argc, argv, &a))
-		return 1;
+		return MKFS_USAGE;
 	if (mkfs_prepare_image(&a, &created))
 		return 1;
 	ret = tool_open(PROG, a.path, TOOL_EXCLUSIVE, &td);

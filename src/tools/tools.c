@@ -8,6 +8,7 @@
  * can open.
  */
 #include <ctype.h>
+#include <limits.h>
 #include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -16,6 +17,7 @@
 #include <unistd.h>
 
 #include "mqfs/blk.h"
+#include "mqfs/cli.h"
 #include "mqfs/mq_dev.h"
 #include "mqfs/dev/uring.h"
 #include "tools_i.h"
@@ -51,28 +53,65 @@ int tool_parse_size(const char *s, uint64_t *out)
 	return 0;
 }
 
+/*
+ * Is @path the device of a mounted mqfs?  From mountinfo first, which
+ * names the mount point; then from the daemon's lock (a mount whose
+ * fsname= was changed), which does not wait for it.
+ */
+static bool tool_mounted(const char *path, char *where, size_t size)
+{
+	struct mqfs_cli_mount m;
+
+	if (mqfs_cli_mount_of_device(path, &m) == 1) {
+		snprintf(where, size, " on %s", m.dir);
+		return true;
+	}
+	where[0] = '\0';
+	return mq_uring_in_use(path) == 1;
+}
+
+/*
+ * A writer refuses a mounted device at once, as e2fsprogs does; a
+ * reader warns and goes on.  0, or -EBUSY after the message.
+ */
+static int tool_check_mounted(const char *prog, const char *path,
+			      enum tool_access access)
+{
+	char where[PATH_MAX + 8];
+
+	if (!tool_mounted(path, where, sizeof(where)))
+		return 0;
+	if (access == TOOL_READ_SHARED) {
+		fprintf(stderr, "%s: warning: %s is mounted%s (in use): it "
+			"changes while it is read, the answer may be stale\n",
+			prog, path, where);
+		return 0;
+	}
+	fprintf(stderr, "%s: %s is mounted%s (in use): unmount it first\n",
+		prog, path, where);
+	return -EBUSY;
+}
+
 int tool_open(const char *prog, const char *path, enum tool_access access,
 	      struct tool_dev *td)
 {
 	struct mq_uring_config uc = {
 		.readonly = access == TOOL_READ_SHARED,
 		.exclusive = access == TOOL_EXCLUSIVE,
-		.lock_wait_ms = TOOL_LOCK_WAIT_MS,
 	};
 	struct mq_queue_config qc = { .elevator = "none" };
 	int err = 0;
 
 	td->q = NULL;
+	err = tool_check_mounted(prog, path, access);
+	if (err)
+		return err;
 	err = mq_uring_open(path, &uc, &td->dev);
 	if (err) {
 		fprintf(stderr, "%s: cannot open %s: %s%s\n", prog, path,
 			strerror(-err), mq_uring_open_hint(err));
 		return err;
 	}
-	if (access == TOOL_READ_SHARED && mq_uring_in_use(path) == 1)
-		fprintf(stderr, "%s: warning: %s is mounted (in use): it "
-			"changes while it is read, the answer may be stale\n",
-			prog, path);
 	err = mq_queue_create(td->dev, &qc, &td->q);
 	if (err) {
 		fprintf(stderr, "%s: %s: cannot create the I/O queue: %s\n",
@@ -152,13 +191,12 @@ const char *tool_human(uint64_t bytes, char *buf, size_t len)
 	return buf;
 }
 
-const char *tool_operand(const char *prog, const char *what, int argc,
-			 char **argv, void (*usage)(FILE *))
+const char *tool_operand(const char *prog, int code, const char *what,
+			 int argc, char **argv)
 {
 	if (optind == argc - 1)
 		return argv[optind];
-	fprintf(stderr, "%s: %s\n", prog, optind >= argc ? what
-						       : "too many arguments");
-	usage(stderr);
+	mqfs_cli_usage_error(prog, code, "%s", optind >= argc ? what
+						   : "too many arguments");
 	return NULL;
 }

@@ -25,16 +25,14 @@ struct tool_dev {
 int tool_parse_size(const char *s, uint64_t *out);
 /*
  * How a tool opens the device.  A writer has it to itself, as the daemon
- * does (O_EXCL, flock): a mounted filesystem is refused, as e2fsprogs
- * refuses it.  A checker that only reads opens it read-only and shared,
- * and says so when the filesystem is mounted.
+ * does (O_EXCL, flock): a mounted filesystem is refused at once, as
+ * e2fsprogs refuses it.  A checker that only reads opens it read-only
+ * and shared, and says so when the filesystem is mounted.
  */
 enum tool_access {
 	TOOL_EXCLUSIVE,
 	TOOL_READ_SHARED,
 };
-/* How long a writer waits for a daemon that is still unmounting. */
-#define TOOL_LOCK_WAIT_MS	5000u
 
 /* Open @path with the io_uring driver and create its queue.  0 or -errno
  * after a message naming @prog on stderr. */
@@ -47,11 +45,11 @@ void tool_close(struct tool_dev *td);
 int tool_read_blocks(struct mq_queue *q, uint64_t blk, void *buf,
 		     uint32_t nblocks);
 /*
- * The one operand left after getopt (@what names it in the message):
- * argv[optind], or NULL after a message naming @prog and the usage.
+ * The one operand left after getopt (@what names it when it is missing):
+ * argv[optind], or NULL after a usage error naming @prog (exit @code).
  */
-const char *tool_operand(const char *prog, const char *what, int argc,
-			 char **argv, void (*usage)(FILE *));
+const char *tool_operand(const char *prog, int code, const char *what,
+			 int argc, char **argv);
 /* "1.5 GiB" style rendering of @bytes into @buf. */
 const char *tool_human(uint64_t bytes, char *buf, size_t len);
 

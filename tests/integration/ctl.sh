@@ -176,13 +176,14 @@ t_say "$n switches, fio verified"
 
 t_say "mqfsctl"
 "$CTL" stat "$T_MNT" 0.2 2 >"$T_DIR/ctl.out" || t_fail "mqfsctl stat"
-# Header and two samples, then (mq-deadline) the counts per priority.
-[ "$(sed '/^$/q' "$T_DIR/ctl.out" | grep -c .)" = 3 ] ||
+# The device, the header and two samples, then (mq-deadline) the counts
+# per priority.
+[ "$(sed '/^$/q' "$T_DIR/ctl.out" | grep -c .)" = 4 ] ||
 	t_fail "mqfsctl stat: $(cat "$T_DIR/ctl.out")"
 grep -q 'r_await' "$T_DIR/ctl.out" || t_fail "mqfsctl stat: no header"
 grep -q '^FUSE transport: ' "$T_DIR/ctl.out" || t_fail "mqfsctl stat: no transport"
 if [ -e "$Q/iosched/prio_stat" ]; then
-	grep -q '^IDLE [0-9]' "$T_DIR/ctl.out" ||
+	grep -q '^IDLE  *[0-9]' "$T_DIR/ctl.out" ||
 		t_fail "mqfsctl stat: no priority counts"
 fi
 "$CTL" set "$T_MNT" read_expire=250 nr_requests=64 || t_fail "mqfsctl set"

@@ -174,7 +174,7 @@ for args in "-m bogus" "-b 1000" "-b 0" "-q 0" "-e psync -q 4" "-e spdk" \
 	    "-j 0" "-s 0" "--nope" "-s 1q"; do
 	# shellcheck disable=SC2086 # the words are the options
 	l_load 2 "mqfs-load $args" $args "$F"
-	grep -q '^usage: mqfs-load' "$ERR" || t_fail "$args: no usage line"
+	grep -q "^Try 'mqfs-load --help'" "$ERR" || t_fail "$args: no hint to --help"
 done
 l_load 2 "no FILE"
 l_load 2 "two FILEs" "$F" "$F"

@@ -34,7 +34,8 @@ FUSE_INTEGRATION_TESTS = \
 	tests/integration/tmpfile.sh \
 	tests/integration/renameat2.sh \
 	tests/integration/tools-mkfs.sh \
-	tests/integration/tools-fsck.sh
+	tests/integration/tools-fsck.sh \
+	tests/integration/tools.sh
 
 TESTS += $(FUSE_INTEGRATION_TESTS)
 EXTRA_DIST += $(FUSE_INTEGRATION_TESTS) tests/integration/lib.sh \

@@ -164,7 +164,7 @@ tests_unit_test_readahead_CFLAGS = $(FS_UNIT_CFLAGS)
 tests_unit_test_readahead_LDADD = $(UNIT_LDADD)
 tests_unit_test_fuse_CFLAGS = $(FS_UNIT_CFLAGS) $(FUSE_CFLAGS) \
 	-I$(top_srcdir)/src/fuse
-tests_unit_test_fuse_LDADD = libmqfuse.a $(UNIT_LDADD) $(FUSE_LIBS)
+tests_unit_test_fuse_LDADD = libmqfuse.a libmqcli.a $(UNIT_LDADD) $(FUSE_LIBS)
 
 # The full power-loss sweep: 16 torn patterns per cut (make check runs 1).
 check-powerloss: tests/unit/test_powerloss

@@ -68,6 +68,13 @@ START_TEST(test_layout_rejects)
 	o.ag_blocks = 0;
 	o.journal_bytes = 4096;		/* one block: too small */
 	ck_assert_int_eq(mqfs_layout_compute(1 << 20, &o, &l), -EINVAL);
+	/* -J 100M on 8 MiB is refused, not cut to 2 MiB; 2 MiB fits. */
+	o.journal_bytes = 100 << 20;
+	ck_assert_int_eq(mqfs_layout_compute(2048, &o, &l), -EINVAL);
+	o.journal_bytes = mqfs_mkfs_journal_max(8 << 20, &o);
+	ck_assert_uint_eq(o.journal_bytes, 2 << 20);
+	ck_assert_int_eq(mqfs_layout_compute(2048, &o, &l), 0);
+	ck_assert_uint_eq(l.journal_blocks, 512);
 	o.journal_bytes = 0;
 	o.inodes = 1000;
 	ck_assert_int_eq(mqfs_layout_compute(1 << 20, &o, &l), 0);
