@@ -11,6 +11,8 @@ libmqfuse_a_SOURCES = \
 	%reldir%/pool.c \
 	%reldir%/engine.c \
 	%reldir%/ring.c \
+	%reldir%/ring_i.h \
+	%reldir%/ring_setup.c \
 	%reldir%/ring_doorbell.c \
 	%reldir%/ring_pin.c \
 	%reldir%/ioprio.c \
