@@ -235,6 +235,8 @@ void mqfs_read(struct mqfs_fs *fs, struct mqfs_file *f, uint64_t off,
  * that caches them should say so), 0, or -errno.
  */
 int mqfs_file_kill_priv(struct mqfs_fs *fs, struct mqfs_file *f, bool suid);
+/* The same by inode number, for a change of content without a handle. */
+int mqfs_kill_priv(struct mqfs_fs *fs, uint64_t ino, bool suid);
 /*
  * A front end with its own write-back cache (FUSE's, under cache=kernel)
  * could not write back data of @f's inode (@err: -ENOSPC, -EFBIG, -EIO):

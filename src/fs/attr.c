@@ -177,9 +177,8 @@ static bool attr_has_suid(struct mqfs_ino *ip, bool suid)
  * write-behind batch holds for the length of its I/O: taking it made
  * each dontcache write wait for the previous one's batch.
  */
-int mqfs_file_kill_priv(struct mqfs_fs *fs, struct mqfs_file *f, bool suid)
+static int attr_kill_priv(struct mqfs_fs *fs, struct mqfs_ino *ip, bool suid)
 {
-	struct mqfs_ino *ip = f->ip;
 	struct stat none = { 0 };
 	bool some;
 	int err;
@@ -200,6 +199,24 @@ int mqfs_file_kill_priv(struct mqfs_fs *fs, struct mqfs_file *f, bool suid)
 	else
 		err = attr_kill_caps(fs, ip);
 	return err ? err : 1;
+}
+
+int mqfs_file_kill_priv(struct mqfs_fs *fs, struct mqfs_file *f, bool suid)
+{
+	return attr_kill_priv(fs, f->ip, suid);
+}
+
+int mqfs_kill_priv(struct mqfs_fs *fs, uint64_t ino, bool suid)
+{
+	struct mqfs_ino *ip;
+	int err;
+
+	err = mqfs_iget(fs, ino, &ip);
+	if (err)
+		return err;
+	err = S_ISREG(ip->d.mode) ? attr_kill_priv(fs, ip, suid) : 0;
+	mqfs_iput(fs, ip);
+	return err;
 }
 
 void mqfs_file_set_cache_error(struct mqfs_file *f, int err)

@@ -207,13 +207,21 @@ static unsigned setattr_decode(const struct fuse_setattr_in *in,
 	return in->valid & known;
 }
 
+/*
+ * One that changes nothing is the VFS dropping privileges before a change
+ * of content that carries no kill flag, fallocate say (DESIGN.md, INIT):
+ * the kernel asks so of root only for capabilities.
+ */
 static void op_setattr(struct mqfs_req *r)
 {
 	struct stat attr, st;
 	unsigned bits = setattr_decode(req_arg(r), &attr);
+	int err = bits ? 0 : mqfs_kill_priv(r->d->fs, req_ino(r),
+					    r->m.h->uid != 0);
 
-	reply_attr(r, mqfs_setattr(r->d->fs, req_ino(r), &attr, bits, &st),
-		   &st);
+	if (err >= 0)
+		err = mqfs_setattr(r->d->fs, req_ino(r), &attr, bits, &st);
+	reply_attr(r, err, &st);
 }
 
 static void op_readlink(struct mqfs_req *r)
