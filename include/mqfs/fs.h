@@ -209,6 +209,12 @@ int mqfs_flush(struct mqfs_fs *fs, struct mqfs_file *f);
 struct mqfs_io {
 	_Alignas(16) unsigned char opaque[MQFS_IO_BYTES];
 	int short_err;
+	/*
+	 * In, for a write: the caller keeps the file's mtime and ctime
+	 * itself and sends them with a SETATTR (FUSE's writeback cache), so
+	 * the write leaves them alone.
+	 */
+	bool keep_cmtime;
 };
 
 /* Bytes of read buffer a read of @size bytes at @off needs (whole blocks). */

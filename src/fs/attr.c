@@ -93,11 +93,14 @@ static void attr_apply(struct mqfs_ino *ip, const struct stat *a,
 		attr_set_time(&d->mtime_sec, &d->mtime_nsec, &now);
 	else if (to_set & MQFS_SET_MTIME)
 		attr_set_time(&d->mtime_sec, &d->mtime_nsec, &a->st_mtim);
+	if (to_set & MQFS_SET_MTIME && !(to_set & MQFS_SET_MTIME_NOW))
+		mqfs_clock_saw(d->mtime_sec, d->mtime_nsec);
 	else if (size_changed)
 		attr_set_time(&d->mtime_sec, &d->mtime_nsec, &now);
-	if (to_set & MQFS_SET_CTIME)
+	if (to_set & MQFS_SET_CTIME) {
 		attr_set_time(&d->ctime_sec, &d->ctime_nsec, &a->st_ctim);
-	else
+		mqfs_clock_saw(d->ctime_sec, d->ctime_nsec);
+	} else
 		attr_set_time(&d->ctime_sec, &d->ctime_nsec, &now);
 	pthread_mutex_unlock(&ip->meta_lock);
 }

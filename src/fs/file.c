@@ -361,7 +361,8 @@ static bool file_write_fast(struct mqfs_fs *fs, struct mqfs_file *f,
 		file_aio_free(a);
 		goto slow;
 	}
-	mqfs_ino_touch_lazy(fs, ip);
+	if (!io->keep_cmtime)
+		mqfs_ino_touch_lazy(fs, ip);
 	mqfs_ino_dio_start(ip);
 	pthread_rwlock_unlock(&ip->lock);
 	a->is_write = true;
@@ -383,6 +384,7 @@ struct file_wr {
 	const char *data;
 	uint64_t off, end;		/* bytes of the whole write */
 	unsigned max_ops;
+	bool keep_cmtime;		/* struct mqfs_io's */
 };
 
 enum file_run_kind { RUN_WRITTEN, RUN_UNWRITTEN, RUN_NEW };
@@ -563,7 +565,8 @@ static ssize_t file_write_chunk(struct file_wr *w, uint64_t pos)
 	if (!err) {
 		if (bend > ip->d.size)
 			ip->d.size = bend;
-		mqfs_touch(ip, false, true, true);
+		if (!w->keep_cmtime)
+			mqfs_touch(ip, false, true, true);
 		err = mqfs_inode_dirty(&h, ip);
 	}
 	if (err)
@@ -574,14 +577,15 @@ static ssize_t file_write_chunk(struct file_wr *w, uint64_t pos)
 	return err ? err : (ssize_t)(bend - pos);
 }
 
-/* Written synchronously; short: @short_err says why. */
+/* Written synchronously; short: @io->short_err says why. */
 static ssize_t file_write_slow(struct mqfs_fs *fs, struct mqfs_file *f,
 			       uint64_t off, const void *data, size_t size,
-			       int *short_err)
+			       struct mqfs_io *io)
 {
 	struct mqfs_ino *ip = f->ip;
 	struct file_wr w = { .fs = fs, .ip = ip, .data = data,
-			     .max_ops = mqfs_file_ops_per_handle(fs) };
+			     .max_ops = mqfs_file_ops_per_handle(fs),
+			     .keep_cmtime = io->keep_cmtime };
 	bool retried = false;
 	ssize_t err = 0;
 	uint64_t pos;
@@ -610,7 +614,7 @@ static ssize_t file_write_slow(struct mqfs_fs *fs, struct mqfs_file *f,
 		return err;
 	/* Short on ENOSPC or an error: report what was written. */
 	if (pos < off + size)
-		*short_err = err ? (int)err : -EFBIG;
+		io->short_err = err ? (int)err : -EFBIG;
 	if (f->flags & O_DSYNC) {
 		int e = mqfs_fsync(fs, ip->ino, false);
 
@@ -640,7 +644,7 @@ static void file_write(struct mqfs_fs *fs, struct mqfs_file *f, uint64_t off,
 	mqfs_wback_sync(fs, f->ip);
 	if (file_write_fast(fs, f, off, data, size, io, done, arg))
 		return;
-	n = file_write_slow(fs, f, off, data, size, &io->short_err);
+	n = file_write_slow(fs, f, off, data, size, io);
 	mqfs_ino_data_changed(f->ip);
 	done(arg, n);
 }

@@ -125,7 +125,15 @@ void mqfs_fs_error(struct mqfs_fs *fs, uint64_t blocknr, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 /* -EROFS when the mount is (or has become) read-only. */
 int mqfs_fs_writable(struct mqfs_fs *fs);
+
+/* ---- the filesystem's clock (fsclock.c) -------------------------------- */
+
+/* Now, for a timestamp: the kernel's clock (coarse), never below a kernel
+ * stamp seen. */
 void mqfs_now(uint64_t *sec, uint32_t *nsec);
+/* A time the kernel set (SETATTR of mtime or ctime): one it stamped from
+ * its clock, if not in the future. */
+void mqfs_clock_saw(uint64_t sec, uint32_t nsec);
 
 /* ---- what a superblock and a journal copy must be (sbcheck.c) ---------- */
 

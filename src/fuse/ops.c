@@ -587,6 +587,8 @@ static void op_write(struct mqfs_req *r)
 	if (err)
 		mqfs_notify_inval_attr(r, req_ino(r));
 	r->writeback = in->write_flags & FUSE_WRITE_CACHE;
+	/* The kernel stamps what it caches and sends the times after. */
+	r->io.keep_cmtime = r->writeback;
 	r->size = r->m.data_len;
 	mqfs_req_async(r, false);
 	mqfs_write(r->d->fs, file_of(in->fh), in->offset, r->m.data,

@@ -22,6 +22,7 @@ FUSE_INTEGRATION_TESTS = \
 	tests/integration/sqlite.sh \
 	tests/integration/interrupt.sh \
 	tests/integration/killpriv.sh \
+	tests/integration/clock.sh \
 	tests/integration/exclusive.sh \
 	tests/integration/crash.sh \
 	tests/integration/ionice.sh \

@@ -54,9 +54,11 @@ static void t_make_others(struct t_fs *t, const char *prefix, int n)
 	}
 }
 
-/* One aligned 4 KiB overwrite at 0; the mtime stat sees right after. */
+/* One aligned 4 KiB overwrite at 0, a tick after the last; the mtime
+ * stat sees right after. */
 static struct timespec t_overwrite(struct t_file *tf, uint8_t *blk, int v)
 {
+	t_next_tick();
 	memset(blk, v, 4096);
 	ck_assert_int_eq(t_write(*tf->fsp, tf->f, 0, blk, 4096), 4096);
 	return t_stat(tf).st_mtim;
