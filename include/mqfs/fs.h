@@ -53,8 +53,18 @@ enum mqfs_errors_mode {
 	MQFS_ERRORS_CONTINUE,
 };
 
+/* When a read moves a file's atime (mount options of the same names). */
+enum mqfs_atime_mode {
+	MQFS_ATIME_RELATIME = 0,	/* default: once after each change,
+					 * or once a day */
+	MQFS_ATIME_STRICT,		/* every read */
+	MQFS_ATIME_NONE,		/* never */
+};
+
 struct mqfs_mount_opts {
 	bool readonly;
+	enum mqfs_atime_mode atime;
+	bool nodiratime;		/* listing a directory moves nothing */
 	uint64_t dontcache_dirty_bytes;	/* write-behind bound; 0: 64 MiB */
 	enum mqfs_errors_mode errors;
 	uint64_t meta_cache_bytes;	/* 0: 32 MiB */

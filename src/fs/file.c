@@ -24,8 +24,9 @@
  * so its credits fit even the smallest journal.
  *
  * The size limit is MQFS_MAX_FILE_BYTES (64 TiB).  Timestamps: writes,
- * truncate and fallocate set mtime/ctime; reads leave atime alone (as
- * with noatime), which keeps them free of metadata updates.
+ * truncate and fallocate set mtime/ctime; a read moves atime by the
+ * mount's atime mode, in memory, for the next commit to write (atime.c):
+ * no metadata update per read.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -229,6 +230,7 @@ void mqfs_read(struct mqfs_fs *fs, struct mqfs_file *f, uint64_t off,
 
 	/* Answered, the read may be released meanwhile: not before this. */
 	file_reads_begin(f);
+	mqfs_ino_accessed(fs, f->ip);
 	if (f->dontcache) {
 		if (mqfs_ra_serve(fs, f, off, size, done, arg))
 			goto out;

@@ -587,6 +587,16 @@ void mqfs_touch(struct mqfs_ino *ip, bool atime, bool mtime, bool ctime);
  * commit; eviction and unmount write it too).  No handle per write.
  */
 void mqfs_ino_touch_lazy(struct mqfs_fs *fs, struct mqfs_ino *ip);
+/* The same for times already set in memory (under meta_lock). */
+void mqfs_ino_queue_lazy(struct mqfs_fs *fs, struct mqfs_ino *ip);
+/*
+ * @ip was read (data, or a directory listed): its atime as the mount's
+ * atime mode says (atime.c), kept in memory and queued as above.
+ */
+void mqfs_ino_accessed(struct mqfs_fs *fs, struct mqfs_ino *ip);
+/* Whether an access at @sec.@nsec moves atime under @mode (meta_lock). */
+bool mqfs_atime_due(enum mqfs_atime_mode mode, const struct mqfs_inode *d,
+		    uint64_t sec, uint32_t nsec);
 /*
  * Write the records of the queued inodes into the running transaction
  * (fs->pre_commit).  With @wait false it never waits for journal room:

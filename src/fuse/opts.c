@@ -46,10 +46,13 @@ struct opts_raw {
 	char *uring_doorbell;
 	char *tunables[MQFS_MAX_TUNABLES];
 	int sqpoll, uring_pin, ro, fsname;
+	enum mqfs_atime_mode atime;
+	bool nodiratime;
 	char *device;
 };
 
-enum { KEY_RO, KEY_FSNAME };
+enum { KEY_RO, KEY_FSNAME, KEY_RELATIME, KEY_STRICTATIME, KEY_NOATIME,
+       KEY_ATIME, KEY_NODIRATIME, KEY_DIRATIME };
 
 #define RAW(t, f)	{ t, offsetof(struct opts_raw, f), 1 }
 
@@ -80,6 +83,15 @@ static const struct fuse_opt raw_opts[] = {
 	/* Kept for the kernel too: the mount itself is read-only. */
 	FUSE_OPT_KEY("ro", KEY_RO),
 	FUSE_OPT_KEY("fsname=", KEY_FSNAME),
+	/* atime: ours (the kernel keeps none for FUSE); libfuse knows
+	 * noatime and atime as mount flags, and gets them too. */
+	FUSE_OPT_KEY("relatime", KEY_RELATIME),
+	FUSE_OPT_KEY("strictatime", KEY_STRICTATIME),
+	FUSE_OPT_KEY("norelatime", KEY_STRICTATIME),
+	FUSE_OPT_KEY("noatime", KEY_NOATIME),
+	FUSE_OPT_KEY("atime", KEY_ATIME),
+	FUSE_OPT_KEY("nodiratime", KEY_NODIRATIME),
+	FUSE_OPT_KEY("diratime", KEY_DIRATIME),
 	/* mount(8) options that mount.fuse3 may pass and libfuse refuses. */
 	FUSE_OPT_KEY("defaults", FUSE_OPT_KEY_DISCARD),
 	FUSE_OPT_KEY("auto", FUSE_OPT_KEY_DISCARD),
@@ -121,12 +133,35 @@ static int raw_tunable(struct opts_raw *raw, const char *arg)
 	return raw->tunables[i] ? 1 : -1;
 }
 
+/* The atime options (the last one given wins): 1 keeps it for libfuse. */
+static int raw_atime(struct opts_raw *raw, int key)
+{
+	switch (key) {
+	case KEY_RELATIME:
+	case KEY_ATIME:
+		raw->atime = MQFS_ATIME_RELATIME;
+		break;
+	case KEY_STRICTATIME:
+		raw->atime = MQFS_ATIME_STRICT;
+		break;
+	case KEY_NOATIME:
+		raw->atime = MQFS_ATIME_NONE;
+		break;
+	default:
+		raw->nodiratime = key == KEY_NODIRATIME;
+		break;
+	}
+	return key == KEY_NOATIME || key == KEY_ATIME;
+}
+
 static int raw_proc(void *data, const char *arg, int key,
 		    struct fuse_args *outargs)
 {
 	struct opts_raw *raw = data;
 	int tun;
 
+	if (key >= KEY_RELATIME && key <= KEY_DIRATIME)
+		return raw_atime(raw, key);
 	switch (key) {
 	case KEY_RO:
 		raw->ro = 1;
@@ -405,6 +440,8 @@ static int check_fs(const struct opts_raw *raw, struct mqfs_config *cfg)
 	bad += !!opt_uint("commit", raw->commit, 0, 86400, &commit);
 	cfg->mount.commit_interval_ms = commit * 1000;
 	cfg->mount.readonly = raw->ro;
+	cfg->mount.atime = raw->atime;
+	cfg->mount.nodiratime = raw->nodiratime;
 	return bad;
 }
 
@@ -463,6 +500,10 @@ static void usage(FILE *f)
 "                               user.mqfs.cache xattr overrides it\n"
 "  -o dontcache_dirty=SIZE      write-behind memory bound, K/M/G [64M]\n"
 "  -o ro                        read-only mount [off]\n"
+"  -o relatime|strictatime|noatime\n"
+"                               when reads move atime: after a change or\n"
+"                               once a day, always, never [relatime]\n"
+"  -o nodiratime                listing a directory leaves its atime [off]\n"
 "  -o errors=remount-ro|continue  on metadata corruption [remount-ro]\n"
 "  -o meta_cache=SIZE           metadata buffer cache, K/M/G [32M]\n"
 "  -o commit=SECONDS            journal commit interval [5]\n"

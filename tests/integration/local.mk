@@ -23,6 +23,7 @@ FUSE_INTEGRATION_TESTS = \
 	tests/integration/interrupt.sh \
 	tests/integration/killpriv.sh \
 	tests/integration/clock.sh \
+	tests/integration/atime.sh \
 	tests/integration/exclusive.sh \
 	tests/integration/crash.sh \
 	tests/integration/ionice.sh \
