@@ -30,6 +30,8 @@ libmqfs_a_SOURCES = \
 	%reldir%/fs/file_i.h \
 	%reldir%/fs/fmap.c \
 	%reldir%/fs/fs_err.c \
+	%reldir%/fs/fsclock.c \
+	%reldir%/fs/atime.c \
 	%reldir%/fs/fsck.c \
 	%reldir%/fs/fsck_ag.c \
 	%reldir%/fs/fsck_dir.c \

@@ -61,8 +61,18 @@ enum mqfs_errors_mode {
 	MQFS_ERRORS_CONTINUE,
 };
 
+/* When a read moves a file's atime (mount options of the same names). */
+enum mqfs_atime_mode {
+	MQFS_ATIME_RELATIME = 0,	/* default: once after each change,
+					 * or once a day */
+	MQFS_ATIME_STRICT,		/* every read */
+	MQFS_ATIME_NONE,		/* never */
+};
+
 struct mqfs_mount_opts {
 	bool readonly;
+	enum mqfs_atime_mode atime;
+	bool nodiratime;		/* listing a directory moves nothing */
 	uint64_t dontcache_dirty_bytes;	/* write-behind bound; 0: 64 MiB */
 	enum mqfs_errors_mode errors;
 	uint64_t meta_cache_bytes;	/* 0: 32 MiB */
@@ -258,7 +268,13 @@ int mqfs_flush(struct mqfs_fs *fs, struct mqfs_file *f);
 struct mqfs_io {
 	_Alignas(16) unsigned char opaque[MQFS_IO_BYTES];
 	int short_err;
-	bool writeback;		/* in: the kernel writes back its page cache */
+	/*
+	 * In, for a write: it is the kernel's write-back of its page cache
+	 * (FUSE's writeback cache), which keeps the file's mtime and ctime
+	 * itself and sends them with a SETATTR, so the write leaves them
+	 * alone.
+	 */
+	bool writeback;
 };
 
 /* Bytes of read buffer a read of @size bytes at @off needs (whole blocks). */
@@ -285,6 +301,8 @@ void mqfs_read(struct mqfs_fs *fs, struct mqfs_file *f, uint64_t off,
  * that caches them should say so), 0, or -errno.
  */
 int mqfs_file_kill_priv(struct mqfs_fs *fs, struct mqfs_file *f, bool suid);
+/* The same by inode number, for a change of content without a handle. */
+int mqfs_kill_priv(struct mqfs_fs *fs, uint64_t ino, bool suid);
 /*
  * A front end with its own write-back cache (FUSE's, under cache=kernel)
  * could not write back data of @f's inode (@err: -ENOSPC, -EFBIG, -EIO):

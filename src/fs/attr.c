@@ -93,11 +93,14 @@ static void attr_apply(struct mqfs_ino *ip, const struct stat *a,
 		attr_set_time(&d->mtime_sec, &d->mtime_nsec, &now);
 	else if (to_set & MQFS_SET_MTIME)
 		attr_set_time(&d->mtime_sec, &d->mtime_nsec, &a->st_mtim);
+	if (to_set & MQFS_SET_MTIME && !(to_set & MQFS_SET_MTIME_NOW))
+		mqfs_clock_saw(d->mtime_sec, d->mtime_nsec);
 	else if (size_changed)
 		attr_set_time(&d->mtime_sec, &d->mtime_nsec, &now);
-	if (to_set & MQFS_SET_CTIME)
+	if (to_set & MQFS_SET_CTIME) {
 		attr_set_time(&d->ctime_sec, &d->ctime_nsec, &a->st_ctim);
-	else
+		mqfs_clock_saw(d->ctime_sec, d->ctime_nsec);
+	} else
 		attr_set_time(&d->ctime_sec, &d->ctime_nsec, &now);
 	pthread_mutex_unlock(&ip->meta_lock);
 }
@@ -183,9 +186,8 @@ static bool attr_has_suid(struct mqfs_ino *ip, bool suid)
  * write-behind batch holds for the length of its I/O: taking it made
  * each dontcache write wait for the previous one's batch.
  */
-int mqfs_file_kill_priv(struct mqfs_fs *fs, struct mqfs_file *f, bool suid)
+static int attr_kill_priv(struct mqfs_fs *fs, struct mqfs_ino *ip, bool suid)
 {
-	struct mqfs_ino *ip = f->ip;
 	struct stat none = { 0 };
 	bool some;
 	int err;
@@ -206,6 +208,24 @@ int mqfs_file_kill_priv(struct mqfs_fs *fs, struct mqfs_file *f, bool suid)
 	else
 		err = attr_kill_caps(fs, ip);
 	return err ? err : 1;
+}
+
+int mqfs_file_kill_priv(struct mqfs_fs *fs, struct mqfs_file *f, bool suid)
+{
+	return attr_kill_priv(fs, f->ip, suid);
+}
+
+int mqfs_kill_priv(struct mqfs_fs *fs, uint64_t ino, bool suid)
+{
+	struct mqfs_ino *ip;
+	int err;
+
+	err = mqfs_iget(fs, ino, &ip);
+	if (err)
+		return err;
+	err = S_ISREG(ip->d.mode) ? attr_kill_priv(fs, ip, suid) : 0;
+	mqfs_iput(fs, ip);
+	return err;
 }
 
 void mqfs_file_set_cache_error(struct mqfs_file *f, int err)

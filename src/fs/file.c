@@ -24,8 +24,9 @@
  * so its credits fit even the smallest journal.
  *
  * The size limit is MQFS_MAX_FILE_BYTES (64 TiB).  Timestamps: writes,
- * truncate and fallocate set mtime/ctime; reads leave atime alone (as
- * with noatime), which keeps them free of metadata updates.
+ * truncate and fallocate set mtime/ctime; a read moves atime by the
+ * mount's atime mode, in memory, for the next commit to write (atime.c):
+ * no metadata update per read.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -229,6 +230,7 @@ void mqfs_read(struct mqfs_fs *fs, struct mqfs_file *f, uint64_t off,
 
 	/* Answered, the read may be released meanwhile: not before this. */
 	file_reads_begin(f);
+	mqfs_ino_accessed(fs, f->ip);
 	if (f->dontcache) {
 		if (mqfs_ra_serve(fs, f, off, size, done, arg))
 			goto out;
@@ -361,7 +363,8 @@ static bool file_write_fast(struct mqfs_fs *fs, struct mqfs_file *f,
 		file_aio_free(a);
 		goto slow;
 	}
-	mqfs_ino_touch_lazy(fs, ip);
+	if (!io->writeback)
+		mqfs_ino_touch_lazy(fs, ip);
 	mqfs_ino_dio_start(ip);
 	pthread_rwlock_unlock(&ip->lock);
 	a->is_write = true;
@@ -383,6 +386,7 @@ struct file_wr {
 	const char *data;
 	uint64_t off, end;		/* bytes of the whole write */
 	unsigned max_ops;
+	bool keep_cmtime;		/* struct mqfs_io's writeback */
 };
 
 enum file_run_kind { RUN_WRITTEN, RUN_UNWRITTEN, RUN_NEW };
@@ -563,7 +567,8 @@ static ssize_t file_write_chunk(struct file_wr *w, uint64_t pos)
 	if (!err) {
 		if (bend > ip->d.size)
 			ip->d.size = bend;
-		mqfs_touch(ip, false, true, true);
+		if (!w->keep_cmtime)
+			mqfs_touch(ip, false, true, true);
 		err = mqfs_inode_dirty(&h, ip);
 	}
 	if (err)
@@ -574,14 +579,15 @@ static ssize_t file_write_chunk(struct file_wr *w, uint64_t pos)
 	return err ? err : (ssize_t)(bend - pos);
 }
 
-/* Written synchronously; short: @short_err says why. */
+/* Written synchronously; short: @io->short_err says why. */
 static ssize_t file_write_slow(struct mqfs_fs *fs, struct mqfs_file *f,
 			       uint64_t off, const void *data, size_t size,
-			       int *short_err)
+			       struct mqfs_io *io)
 {
 	struct mqfs_ino *ip = f->ip;
 	struct file_wr w = { .fs = fs, .ip = ip, .data = data,
-			     .max_ops = mqfs_file_ops_per_handle(fs) };
+			     .max_ops = mqfs_file_ops_per_handle(fs),
+			     .keep_cmtime = io->writeback };
 	bool retried = false;
 	ssize_t err = 0;
 	uint64_t pos;
@@ -610,7 +616,7 @@ static ssize_t file_write_slow(struct mqfs_fs *fs, struct mqfs_file *f,
 		return err;
 	/* Short on ENOSPC or an error: report what was written. */
 	if (pos < off + size)
-		*short_err = err ? (int)err : -EFBIG;
+		io->short_err = err ? (int)err : -EFBIG;
 	if (f->flags & O_DSYNC) {
 		int e = mqfs_fsync(fs, ip->ino, false);
 
@@ -649,7 +655,7 @@ static void file_write(struct mqfs_fs *fs, struct mqfs_file *f, uint64_t off,
 	mqfs_wback_sync(fs, f->ip);
 	if (file_write_fast(fs, f, off, data, size, io, done, arg))
 		return;
-	n = file_write_slow(fs, f, off, data, size, &io->short_err);
+	n = file_write_slow(fs, f, off, data, size, io);
 	mqfs_ino_data_changed(f->ip);
 	done(arg, n);
 }

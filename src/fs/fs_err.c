@@ -2,25 +2,15 @@
 /*
  * fs_err.c - the mount-wide state every module asks about: errors met
  * (logged with their block, counted, the mount turned read-only under
- * errors=remount-ro), whether the mount takes changes, the clock of the
- * inode times.  A leaf: it calls no other module, so the buffer cache
- * and the journal are tested without the rest of the filesystem.
+ * errors=remount-ro), whether the mount takes changes.  A leaf: it
+ * calls no other module, so the buffer cache and the journal are tested
+ * without the rest of the filesystem.
  */
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
-#include <time.h>
 
 #include "fs_i.h"
-
-void mqfs_now(uint64_t *sec, uint32_t *nsec)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	*sec = (uint64_t)ts.tv_sec;
-	*nsec = (uint32_t)ts.tv_nsec;
-}
 
 void mqfs_fs_error(struct mqfs_fs *fs, uint64_t blocknr, const char *fmt, ...)
 {

@@ -125,7 +125,15 @@ void mqfs_fs_error(struct mqfs_fs *fs, uint64_t blocknr, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 /* -EROFS when the mount is (or has become) read-only. */
 int mqfs_fs_writable(struct mqfs_fs *fs);
+
+/* ---- the filesystem's clock (fsclock.c) -------------------------------- */
+
+/* Now, for a timestamp: the kernel's clock (coarse), never below a kernel
+ * stamp seen. */
 void mqfs_now(uint64_t *sec, uint32_t *nsec);
+/* A time the kernel set (SETATTR of mtime or ctime): one it stamped from
+ * its clock, if not in the future. */
+void mqfs_clock_saw(uint64_t sec, uint32_t nsec);
 
 /* ---- what a superblock and a journal copy must be (sbcheck.c) ---------- */
 
@@ -594,6 +602,16 @@ void mqfs_touch(struct mqfs_ino *ip, bool atime, bool mtime, bool ctime);
  * commit; eviction and unmount write it too).  No handle per write.
  */
 void mqfs_ino_touch_lazy(struct mqfs_fs *fs, struct mqfs_ino *ip);
+/* The same for times already set in memory (under meta_lock). */
+void mqfs_ino_queue_lazy(struct mqfs_fs *fs, struct mqfs_ino *ip);
+/*
+ * @ip was read (data, or a directory listed): its atime as the mount's
+ * atime mode says (atime.c), kept in memory and queued as above.
+ */
+void mqfs_ino_accessed(struct mqfs_fs *fs, struct mqfs_ino *ip);
+/* Whether an access at @sec.@nsec moves atime under @mode (meta_lock). */
+bool mqfs_atime_due(enum mqfs_atime_mode mode, const struct mqfs_inode *d,
+		    uint64_t sec, uint32_t nsec);
 /*
  * Write the records of the queued inodes into the running transaction
  * (fs->pre_commit).  With @wait false it never waits for journal room:
@@ -911,11 +929,12 @@ void mqfs_wback_destroy(struct mqfs_fs *fs);
  * Take a write: answer it through @done (before this returns; @data is
  * read until then) and return true; or return false, having done
  * nothing, when it must go the direct way (unaligned, too large, space
- * short; O_SYNC/O_DSYNC is the caller's test).  @tail: the write ends
- * the file, so a partial last block may be taken (zero-padded).
+ * short; O_SYNC/O_DSYNC is the caller's test).  @writeback: the kernel's
+ * write-back of its page cache, which may end the file mid-block (taken,
+ * zero-padded) and whose mtime and ctime the kernel keeps.
  */
 bool mqfs_wback_write(struct mqfs_fs *fs, struct mqfs_ino *ip, uint64_t off,
-		      const void *data, size_t size, bool tail,
+		      const void *data, size_t size, bool writeback,
 		      mqfs_write_done_t done, void *arg);
 /*
  * Blocks promised to accepted writes not yet written back (statfs counts

@@ -115,11 +115,16 @@ void mqfs_ic_lazy_drop(struct mqfs_icache *c, struct mqfs_ino *ip)
 
 void mqfs_ino_touch_lazy(struct mqfs_fs *fs, struct mqfs_ino *ip)
 {
-	struct mqfs_icache *c = fs->icache;
-
 	/* The times first: a concurrent write of the record that took
 	 * @ip off the list already set it WRITING (see IC_LAZY_*). */
 	mqfs_touch(ip, false, true, true);
+	mqfs_ino_queue_lazy(fs, ip);
+}
+
+void mqfs_ino_queue_lazy(struct mqfs_fs *fs, struct mqfs_ino *ip)
+{
+	struct mqfs_icache *c = fs->icache;
+
 	if (atomic_load(&ip->lazy) == IC_LAZY_QUEUED)
 		return;
 	pthread_mutex_lock(&c->lazy_lock);

@@ -809,6 +809,7 @@ int mqfs_readdir(struct mqfs_fs *fs, uint64_t ino, uint64_t pos, bool plus,
 		goto out;
 	err = mqfs_dir_iterate(fs, dp, pos, nm_rd_entry, &rd);
 out:
+	mqfs_ino_accessed(fs, dp);
 	pthread_rwlock_unlock(&dp->lock);
 	mqfs_iput(fs, dp);
 	return err ? err : rd.err;

@@ -218,17 +218,18 @@ static bool wb_decline(struct mqfs_wback *wb, struct wb_entry *e)
  * the copy.  The kernel serialises direct writes to one file, so the
  * next one reaches another daemon thread while this one copies.
  *
- * @tail: the write ends the file (the kernel's write-back of its last
- * page): a partial last block is taken, padded with zeroes.  Only the
- * caller can know that; a write into the middle of a block must not be.
+ * @writeback: the kernel's write-back of its page cache.  Its last page
+ * ends the file, so a partial last block is taken, padded with zeroes
+ * (only the caller can know that: a write into the middle of a block
+ * must not be); and the kernel keeps the file's mtime and ctime itself.
  */
 bool mqfs_wback_write(struct mqfs_fs *fs, struct mqfs_ino *ip, uint64_t off,
-		      const void *data, size_t size, bool tail,
+		      const void *data, size_t size, bool writeback,
 		      mqfs_write_done_t done, void *arg)
 {
 	struct mqfs_wback *wb = fs->wback;
 	struct wb_entry *e = NULL, *to;
-	size_t len = tail ? (size + WB_MASK) & ~(size_t)WB_MASK : size;
+	size_t len = writeback ? (size + WB_MASK) & ~(size_t)WB_MASK : size;
 
 	if (!((off | len) & WB_MASK) && size && len <= WB_MAX_WRITE &&
 	    off + len <= MQFS_MAX_FILE_BYTES)
@@ -247,7 +248,8 @@ bool mqfs_wback_write(struct mqfs_fs *fs, struct mqfs_ino *ip, uint64_t off,
 	wb->st.buffered_writes++;
 	wb->st.buffered_bytes += size;
 	pthread_mutex_unlock(&wb->lock);
-	mqfs_touch(ip, false, true, true);
+	if (!writeback)
+		mqfs_touch(ip, false, true, true);
 	mqfs_ino_data_changed(ip);
 	done(arg, (ssize_t)size);
 	memcpy(to->buf, data, size);

@@ -20,6 +20,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <sys/signalfd.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include "fuse_i.h"
 #include "mqfs/dev/uring.h"
@@ -275,19 +276,38 @@ static void run_say_started(struct mqfs_run *r)
 		d->eng.max_workers, d->eng.pool.nr, bdi);
 }
 
+/*
+ * The mount point, resolved before the device is opened: once mounted, a
+ * stat of it waits for the workers.  It must be a directory: the kernel
+ * would mount on a file too (with the file's type as the root's), and
+ * every request would then meet a root of another type and fail (EIO).
+ */
+static int run_resolve_mountpoint(struct mqfs_run *r)
+{
+	const char *path = r->cfg.cmd.mountpoint;
+	struct stat st;
+	int ret;
+
+	r->mnt = realpath(path, NULL);
+	if (!r->mnt || stat(r->mnt, &st)) {
+		ret = -errno;		/* before printing changes it */
+		fprintf(stderr, "mqfs: mount point %s: %s\n", path,
+			strerror(-ret));
+		return ret;
+	}
+	if (!S_ISDIR(st.st_mode)) {
+		fprintf(stderr, "mqfs: mount point %s: not a directory\n",
+			path);
+		return -ENOTDIR;
+	}
+	return 0;
+}
+
 /* The FUSE mount, its writeback limits, and the workers serving it. */
 static int run_mount(struct mqfs_run *r)
 {
 	int ret;
 
-	/* Resolved now: once mounted, a stat of it waits for the workers. */
-	r->mnt = realpath(r->cfg.cmd.mountpoint, NULL);
-	if (!r->mnt) {
-		ret = -errno;		/* before printing changes it */
-		fprintf(stderr, "mqfs: %s: %s\n", r->cfg.cmd.mountpoint,
-			strerror(-ret));
-		return ret;
-	}
 	if (fuse_session_mount(r->se, r->mnt)) {
 		fprintf(stderr, "mqfs: cannot mount %s on %s\n", r->cfg.device,
 			r->mnt);
@@ -438,7 +458,9 @@ static int run(struct mqfs_run *r, struct fuse_args *args)
 	/* Every thread started from here on inherits the blocked mask. */
 	mqfs_signals_block();
 	signal(SIGPIPE, SIG_IGN);
-	ret = run_open(r);
+	ret = run_resolve_mountpoint(r);
+	if (!ret)
+		ret = run_open(r);
 	if (!ret)
 		ret = run_mount(r);
 	mqfs_bg_ready(ret ? 1 : 0);

@@ -145,13 +145,21 @@ static void op_getattr(struct mqfs_req *r)
 		reply_attr(r, mqfs_getattr(r->d->fs, req_ino(r), &st), &st);
 }
 
+/*
+ * One that changes nothing is the VFS dropping privileges before a change
+ * of content that carries no kill flag, fallocate say (DESIGN.md, INIT):
+ * the kernel asks so of root only for capabilities.
+ */
 static void op_setattr(struct mqfs_req *r)
 {
 	struct stat attr, st;
 	unsigned bits = mqfs_setattr_decode(req_arg(r), &attr);
+	int err = bits ? 0 : mqfs_kill_priv(r->d->fs, req_ino(r),
+					    r->m.h->uid != 0);
 
-	reply_attr(r, mqfs_setattr(r->d->fs, req_ino(r), &attr, bits, &st),
-		   &st);
+	if (err >= 0)
+		err = mqfs_setattr(r->d->fs, req_ino(r), &attr, bits, &st);
+	reply_attr(r, err, &st);
 }
 
 static void op_readlink(struct mqfs_req *r)
@@ -573,6 +581,7 @@ static void op_write(struct mqfs_req *r)
 	if (err)
 		mqfs_notify_inval_attr(r, req_ino(r));
 	r->writeback = in->write_flags & FUSE_WRITE_CACHE;
+	/* The kernel stamps what it caches and sends the times after. */
 	r->io.writeback = r->writeback;
 	r->size = r->m.data_len;
 	mqfs_req_async(r, false);

@@ -47,10 +47,14 @@ struct opts_raw {
 	char *uring_doorbell;
 	char *tunables[MQFS_MAX_TUNABLES];
 	int sqpoll, uring_pin, ro, fsname, subtype, noacl;
+	enum mqfs_atime_mode atime;
+	bool nodiratime;
 	char *device;
 };
 
-enum { KEY_RO, KEY_FSNAME, KEY_SUBTYPE, KEY_ACL, KEY_NOACL };
+enum { KEY_RO, KEY_FSNAME, KEY_SUBTYPE, KEY_ACL, KEY_NOACL,
+       KEY_RELATIME, KEY_STRICTATIME, KEY_NOATIME, KEY_ATIME,
+       KEY_NODIRATIME, KEY_DIRATIME };
 
 #define RAW(t, f)	{ t, offsetof(struct opts_raw, f), 1 }
 
@@ -85,6 +89,15 @@ static const struct fuse_opt raw_opts[] = {
 	/* POSIX ACLs, on unless refused; the last one given wins. */
 	FUSE_OPT_KEY("acl", KEY_ACL),
 	FUSE_OPT_KEY("noacl", KEY_NOACL),
+	/* atime: ours (the kernel keeps none for FUSE); libfuse knows
+	 * noatime and atime as mount flags, and gets them too. */
+	FUSE_OPT_KEY("relatime", KEY_RELATIME),
+	FUSE_OPT_KEY("strictatime", KEY_STRICTATIME),
+	FUSE_OPT_KEY("norelatime", KEY_STRICTATIME),
+	FUSE_OPT_KEY("noatime", KEY_NOATIME),
+	FUSE_OPT_KEY("atime", KEY_ATIME),
+	FUSE_OPT_KEY("nodiratime", KEY_NODIRATIME),
+	FUSE_OPT_KEY("diratime", KEY_DIRATIME),
 	/* mount(8) options that mount.fuse3 may pass and libfuse refuses. */
 	FUSE_OPT_KEY("defaults", FUSE_OPT_KEY_DISCARD),
 	FUSE_OPT_KEY("auto", FUSE_OPT_KEY_DISCARD),
@@ -126,12 +139,35 @@ static int raw_tunable(struct opts_raw *raw, const char *arg)
 	return raw->tunables[i] ? 1 : -1;
 }
 
+/* The atime options (the last one given wins): 1 keeps it for libfuse. */
+static int raw_atime(struct opts_raw *raw, int key)
+{
+	switch (key) {
+	case KEY_RELATIME:
+	case KEY_ATIME:
+		raw->atime = MQFS_ATIME_RELATIME;
+		break;
+	case KEY_STRICTATIME:
+		raw->atime = MQFS_ATIME_STRICT;
+		break;
+	case KEY_NOATIME:
+		raw->atime = MQFS_ATIME_NONE;
+		break;
+	default:
+		raw->nodiratime = key == KEY_NODIRATIME;
+		break;
+	}
+	return key == KEY_NOATIME || key == KEY_ATIME;
+}
+
 static int raw_proc(void *data, const char *arg, int key,
 		    struct fuse_args *outargs)
 {
 	struct opts_raw *raw = data;
 	int tun;
 
+	if (key >= KEY_RELATIME && key <= KEY_DIRATIME)
+		return raw_atime(raw, key);
 	switch (key) {
 	case KEY_RO:
 		raw->ro = 1;
@@ -418,6 +454,8 @@ static int check_fs(const struct opts_raw *raw, struct mqfs_config *cfg)
 	cfg->mount.commit_interval_ms = commit * 1000;
 	cfg->mount.readonly = raw->ro;
 	cfg->mount.noacl = raw->noacl;
+	cfg->mount.atime = raw->atime;
+	cfg->mount.nodiratime = raw->nodiratime;
 	return bad;
 }
 
@@ -479,6 +517,10 @@ static void usage(FILE *f)
 "  -o ro                        read-only mount [off]\n"
 "  -o acl|noacl                 POSIX ACLs (setfacl, default ACLs), or\n"
 "                               refuse them (EOPNOTSUPP) [acl]\n"
+"  -o relatime|strictatime|noatime\n"
+"                               when reads move atime: after a change or\n"
+"                               once a day, always, never [relatime]\n"
+"  -o nodiratime                listing a directory leaves its atime [off]\n"
 "  -o errors=remount-ro|continue  on metadata corruption [remount-ro]\n"
 "  -o meta_cache=SIZE           metadata buffer cache, K/M/G [32M]\n"
 "  -o commit=SECONDS            journal commit interval [5]\n"

@@ -2,11 +2,12 @@
 # SPDX-License-Identifier: MIT
 # The command line: unknown options, bad scheduler names, bad numbers and
 # sizes, options that need another one, a missing or wrong device or
-# mount point - each is refused with exit 1 and a message naming the
-# culprit, in the foreground and in the background, and nothing is left
-# mounted; so is a second mount of an image already mounted, and a
-# driver that does not fit the device (driver=nvme on an image).  The generic mount(8) options are accepted and ignored; every
-# valid option together mounts; -h and -V exit 0.
+# mount point (a file is no mount point) - each is refused with exit 1
+# and a message naming the culprit, in the foreground and in the
+# background, and nothing is left mounted; so is a second mount of an
+# image already mounted, and a driver that does not fit the device
+# (driver=nvme on an image).  The generic mount(8) options are accepted
+# and ignored; every valid option together mounts; -h and -V exit 0.
 . "$(dirname "$0")/lib.sh"
 t_init
 t_mkfs 32M
@@ -59,6 +60,14 @@ refuse "device" -f
 refuse "mount point" "$T_IMG" -f
 refuse "$T_DIR/missing" "$T_DIR/missing" "$T_MNT" -f
 refuse "$T_DIR/nodir" "$T_IMG" "$T_DIR/nodir" -f
+# A mount point that is a file: the kernel would mount there, and every
+# request would fail with EIO.  The cleanup unmounts it if it was not
+# refused.
+: >"$T_DIR/file"
+T_BGMNT=$T_DIR/file
+refuse "not a directory" "$T_IMG" "$T_DIR/file"
+refuse "not a directory" "$T_IMG" "$T_DIR/file" -f
+! t_is_mounted "$T_DIR/file" || t_fail "mounted on a file"
 truncate -s 16M "$T_DIR/zeros"
 refuse "mqfs" "$T_DIR/zeros" "$T_MNT" -f
 # In the background the parent still reports the child's failure.

@@ -4,9 +4,10 @@
 # kill-priv itself: FUSE_HANDLE_KILLPRIV_V2): a write by a user without
 # CAP_FSETID clears S_ISUID, and S_ISGID when the group may execute (not
 # otherwise), on cache=kernel (through the page cache) and cache=none;
-# a truncate by such a user clears them too; chown clears them even for
-# root; root's own writes keep them; a write drops file capabilities
-# (when setcap is there to set some).  And cache=kernel buffered writes
+# a truncate or a fallocate (allocate, punch a hole, zero a range) by
+# such a user clears them too; chown clears them even for root; root's
+# own writes and fallocates keep them; a write or a fallocate drops file
+# capabilities (when setcap is there to set some).  And cache=kernel buffered writes
 # ask nothing per write: no GETXATTR reaches the daemon (the kernel
 # marks the mount SB_NOSEC).  Runs as nobody through allow_other.
 . "$(dirname "$0")/lib.sh"
@@ -40,6 +41,19 @@ for cache in kernel none; do
 	expect_mode "$f" 4777 "suid after root's write (cache=$cache)"
 	as_nobody truncate -s 1 "$f" || t_fail "nobody cannot truncate"
 	expect_mode "$f" 777 "suid after nobody's truncate (cache=$cache)"
+	# fallocate in each of its modes changes content as a write does.
+	chmod 4777 "$f"
+	as_nobody fallocate -l 8192 "$f" || t_fail "nobody cannot fallocate"
+	expect_mode "$f" 777 "suid after nobody's fallocate (cache=$cache)"
+	chmod 6777 "$f"
+	as_nobody fallocate -p -o 0 -l 4096 "$f" || t_fail "punch hole"
+	expect_mode "$f" 777 "suid/sgid after nobody's hole punch (cache=$cache)"
+	chmod 6666 "$f"
+	as_nobody fallocate -z -o 4096 -l 4096 "$f" || t_fail "zero range"
+	expect_mode "$f" 2666 "suid after nobody's zero range (cache=$cache)"
+	chmod 4777 "$f"
+	fallocate -l 16384 "$f"
+	expect_mode "$f" 4777 "suid after root's fallocate (cache=$cache)"
 	chmod 6755 "$f"
 	chown 65534:65534 "$f"
 	expect_mode "$f" 755 "suid/sgid after chown (cache=$cache)"
@@ -52,6 +66,11 @@ for cache in kernel none; do
 		setcap cap_net_raw+ep "$f"
 		echo x >>"$f"
 		[ -z "$(getcap "$f")" ] || t_fail "capabilities kept after root's write (cache=$cache)"
+		setcap cap_net_raw+ep "$f"
+		chmod 4777 "$f"
+		fallocate -l 65536 "$f"
+		[ -z "$(getcap "$f")" ] || t_fail "capabilities kept after root's fallocate (cache=$cache)"
+		expect_mode "$f" 4777 "suid after root's fallocate of a file with capabilities (cache=$cache)"
 	fi
 	rm -f "$f"
 	t_umount

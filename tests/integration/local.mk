@@ -23,6 +23,8 @@ FUSE_INTEGRATION_TESTS = \
 	tests/integration/interrupt.sh \
 	tests/integration/killpriv.sh \
 	tests/integration/acl.sh \
+	tests/integration/clock.sh \
+	tests/integration/atime.sh \
 	tests/integration/exclusive.sh \
 	tests/integration/crash.sh \
 	tests/integration/ionice.sh \

@@ -2,9 +2,10 @@
 # SPDX-License-Identifier: MIT
 # mount(8) integration: `mount -t fuse.mqfs IMG DIR -o opts` (mount.fuse3
 # runs `mqfs IMG DIR -o opts`, which goes to the background), an fstab
-# line with mqfs and generic options, a bad option refused through
-# mount(8) with nothing mounted, and umount(8); the daemon exits after
-# each unmount and the image is fsck-clean.
+# line with mqfs and generic options, the atime options (strictatime,
+# noatime) through mount(8), a bad option refused through mount(8) with
+# nothing mounted, and umount(8); the daemon exits after each unmount
+# and the image is fsck-clean.
 . "$(dirname "$0")/lib.sh"
 # mount.fuse3 runs `mqfs` from the standard PATH (mount(8) resets it):
 # the script runs in a private mount namespace where the built daemon is
@@ -56,6 +57,26 @@ mount -T "$T_DIR/fstab" "$T_MNT" || t_fail "mount from an fstab line"
 t_is_mounted "$T_MNT" || t_fail "fstab: not mounted"
 [ "$(cat "$T_MNT/hello")" = hello ] || t_fail "data after remount"
 bg_umount
+
+# The atime options reach the daemon through mount(8) and mount.fuse3:
+# with strictatime every read (cache=none: each reaches the daemon)
+# moves atime, with noatime none does.
+for opt in strictatime noatime; do
+	mount -t fuse.mqfs -o "$opt,cache=none" "$T_IMG" "$T_MNT" ||
+		t_fail "mount -t fuse.mqfs -o $opt"
+	t_py "$T_MNT/hello" "$opt" <<'EOF'
+import os, sys, time
+p, opt = sys.argv[1], sys.argv[2]
+for i in range(2):
+    a = os.stat(p).st_atime_ns
+    time.sleep(0.02)
+    open(p).read()
+    if (os.stat(p).st_atime_ns != a) != (opt == "strictatime"):
+        sys.exit("mount -t fuse.mqfs -o %s: read %d, atime %d -> %d"
+                 % (opt, i, a, os.stat(p).st_atime_ns))
+EOF
+	bg_umount
+done
 
 ! mount -t fuse.mqfs -o sched=bogus "$T_IMG" "$T_MNT" 2>"$T_DIR/err" ||
 	t_fail "mount with sched=bogus succeeded"

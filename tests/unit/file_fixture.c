@@ -8,6 +8,7 @@
 #include <inttypes.h>
 #include <pthread.h>
 #include <stdlib.h>
+#include <time.h>
 
 #include "file_fixture.h"
 #include "t_fsio.h"
@@ -84,6 +85,20 @@ void t_rand_bytes(uint8_t *p, size_t n)
 {
 	for (size_t i = 0; i < n; i++)
 		p[i] = (uint8_t)(rand() >> 7);
+}
+
+void t_next_tick(void)
+{
+	struct timespec a, b, ms = { .tv_nsec = 1000000 };
+
+	clock_gettime(CLOCK_REALTIME_COARSE, &a);
+	for (int i = 0; i < 1000; i++) {
+		nanosleep(&ms, NULL);
+		clock_gettime(CLOCK_REALTIME_COARSE, &b);
+		if (a.tv_sec != b.tv_sec || a.tv_nsec != b.tv_nsec)
+			return;
+	}
+	ck_abort_msg("CLOCK_REALTIME_COARSE did not move in 1000 ms");
 }
 
 struct stat t_stat(struct t_file *tf)

@@ -52,6 +52,9 @@ void t_fsck(struct t_fs *t, struct t_file **files, unsigned n);
 /* Changes made to the file and the model alike, and their checks. */
 void t_rand_bytes(uint8_t *p, size_t n);
 struct stat t_stat(struct t_file *tf);
+/* Wait for the filesystem's clock (the coarse one: a tick of 1-4 ms) to
+ * move on, so that the next stamp differs from the last. */
+void t_next_tick(void);
 void t_mwrite(struct t_file *tf, uint64_t off, const void *buf, size_t n);
 void t_mtruncate(struct t_file *tf, uint64_t size);
 int t_falloc(struct t_file *tf, int mode, uint64_t off, uint64_t len);

@@ -29,7 +29,7 @@ START_TEST(test_aligned)
 	t_check(&tf);
 	/* An overwrite inside the file (the asynchronous path). */
 	st0 = t_stat(&tf);
-	usleep(2000);
+	t_next_tick();
 	t_rand_bytes(buf, 64 * T_KIB);
 	t_mwrite(&tf, 64 * T_KIB, buf, 64 * T_KIB);
 	st1 = t_stat(&tf);

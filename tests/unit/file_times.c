@@ -2,8 +2,9 @@
 /*
  * file_times.c - test_file's lazy times: overwrites from the caller's
  * aligned memory keep their times in memory until a commit, fsync,
- * unmount or eviction writes them; and under load (fsyncs, deletions,
- * a full journal) every thread gets through.
+ * unmount or eviction writes them, and so do reads their access times
+ * (by the rule of the mount's atime mode); and under load (fsyncs,
+ * deletions, a full journal) every thread gets through.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -18,8 +19,8 @@
 
 /* ---- lazy times -------------------------------------------------------- */
 
-/* mtime of @ino as its record in the inode table has it now. */
-static struct timespec t_record_mtime(struct mqfs_fs *fs, uint64_t ino)
+/* @ino's record in the inode table as it is now. */
+static struct mqfs_inode t_record(struct mqfs_fs *fs, uint64_t ino)
 {
 	uint32_t ag = (uint32_t)((ino - 1) / fs->inodes_per_ag);
 	uint32_t i = (uint32_t)((ino - 1) % fs->inodes_per_ag);
@@ -31,8 +32,23 @@ static struct timespec t_record_mtime(struct mqfs_fs *fs, uint64_t ino)
 	memcpy(&d, (char *)b->data +
 	       mqfs_itable_offset(i % MQFS_INODES_PER_BLOCK), sizeof(d));
 	mqfs_buf_put(b);
+	return d;
+}
+
+static struct timespec t_record_mtime(struct mqfs_fs *fs, uint64_t ino)
+{
+	struct mqfs_inode d = t_record(fs, ino);
+
 	return (struct timespec){ .tv_sec = (time_t)d.mtime_sec,
 				  .tv_nsec = d.mtime_nsec };
+}
+
+static struct timespec t_record_atime(struct mqfs_fs *fs, uint64_t ino)
+{
+	struct mqfs_inode d = t_record(fs, ino);
+
+	return (struct timespec){ .tv_sec = (time_t)d.atime_sec,
+				  .tv_nsec = d.atime_nsec };
 }
 
 static bool t_ts_eq(struct timespec a, struct timespec b)
@@ -54,9 +70,11 @@ static void t_make_others(struct t_fs *t, const char *prefix, int n)
 	}
 }
 
-/* One aligned 4 KiB overwrite at 0; the mtime stat sees right after. */
+/* One aligned 4 KiB overwrite at 0, a tick after the last; the mtime
+ * stat sees right after. */
 static struct timespec t_overwrite(struct t_file *tf, uint8_t *blk, int v)
 {
+	t_next_tick();
 	memset(blk, v, 4096);
 	ck_assert_int_eq(t_write(*tf->fsp, tf->f, 0, blk, 4096), 4096);
 	return t_stat(tf).st_mtim;
@@ -123,6 +141,106 @@ START_TEST(test_lazy_times)
 }
 END_TEST
 
+
+/* ---- access times -------------------------------------------------------- */
+
+/* The rule of each atime mode, on times set by hand: now is 100000 s. */
+START_TEST(test_atime_rule)
+{
+	const uint64_t now = 100000;
+	struct mqfs_inode d = { .mtime_sec = 500, .ctime_sec = 500,
+				.atime_sec = now - 60 };
+
+	ck_assert(!mqfs_atime_due(MQFS_ATIME_NONE, &d, now, 0));
+	ck_assert(mqfs_atime_due(MQFS_ATIME_STRICT, &d, now, 0));
+	/* relatime: read since the last change, less than a day ago. */
+	ck_assert(!mqfs_atime_due(MQFS_ATIME_RELATIME, &d, now, 0));
+	d.mtime_sec = d.atime_sec;		/* changed when last read */
+	ck_assert(mqfs_atime_due(MQFS_ATIME_RELATIME, &d, now, 0));
+	d.mtime_sec = 500;
+	d.ctime_sec = d.atime_sec;
+	d.ctime_nsec = 1;			/* changed after */
+	ck_assert(mqfs_atime_due(MQFS_ATIME_RELATIME, &d, now, 0));
+	d.ctime_sec = 500;
+	d.atime_sec = now - 24 * 3600;		/* a day old */
+	ck_assert(mqfs_atime_due(MQFS_ATIME_RELATIME, &d, now, 0));
+	ck_assert(!mqfs_atime_due(MQFS_ATIME_RELATIME, &d, now - 1, 0));
+	d.atime_sec = now + 3600;		/* set ahead by hand */
+	ck_assert(!mqfs_atime_due(MQFS_ATIME_RELATIME, &d, now, 0));
+	/* Nothing moves to the time it already has. */
+	d.atime_sec = now;
+	ck_assert(!mqfs_atime_due(MQFS_ATIME_STRICT, &d, now, 0));
+}
+END_TEST
+
+/* A read and the atime it leaves: in memory @moved, never in the record. */
+static struct timespec t_read_atime(struct t_file *tf, uint8_t *blk,
+				    bool moved)
+{
+	struct timespec before = t_stat(tf).st_atim, after;
+	struct timespec rec = t_record_atime(*tf->fsp, tf->ino);
+
+	t_next_tick();
+	ck_assert_int_eq(t_read(*tf->fsp, tf->f, 0, blk, 4096), 4096);
+	after = t_stat(tf).st_atim;
+	ck_assert_msg(t_ts_eq(before, after) != moved, "atime %s",
+		      moved ? "kept" : "moved");
+	ck_assert_msg(t_ts_eq(t_record_atime(*tf->fsp, tf->ino), rec),
+		      "a read wrote its inode record");
+	return after;
+}
+
+/* Mount again with atime mode @mode, @tf open again. */
+static void t_remount_atime(struct t_fs *t, struct t_file *tf,
+			    enum mqfs_atime_mode mode)
+{
+	t_file_close(tf);
+	t_fs_unmount(t);
+	t->mount.atime = mode;
+	t_fs_mount(t);
+	t_file_reopen(tf);
+}
+
+/*
+ * Reads move atime in memory only; fsync writes it; a power cut before
+ * a commit loses it (the lazytime window); relatime moves it once after
+ * a change, strictatime every time, noatime never.
+ */
+START_TEST(test_atime_lazy)
+{
+	struct timespec a1, a2;
+	struct t_file tf;
+	struct t_fs t;
+	uint8_t *blk;
+
+	ck_assert_int_eq(posix_memalign((void **)&blk, 4096, 4096), 0);
+	memset(blk, 7, 4096);
+	t_fs_make_opts(&t, T_SIZE, 0, true);
+	t_fs_unmount(&t);
+	t.mount.commit_interval_ms = 3600 * 1000;	/* no commit unasked */
+	t_fs_mount(&t);
+	t_file_create(&t, &tf, "atime", O_RDWR);
+	ck_assert_int_eq(t_write(t.fs, tf.f, 0, blk, 4096), 4096);
+	ck_assert_int_eq(mqfs_fsync(t.fs, tf.ino, false), 0);
+	a1 = t_read_atime(&tf, blk, true);	/* relatime: after a change */
+	t_read_atime(&tf, blk, false);
+	ck_assert_int_eq(mqfs_fsync(t.fs, tf.ino, false), 0);
+	ck_assert(t_ts_eq(t_record_atime(t.fs, tf.ino), a1));
+	t_remount_atime(&t, &tf, MQFS_ATIME_STRICT);
+	t_read_atime(&tf, blk, true);
+	a2 = t_read_atime(&tf, blk, true);
+	t_file_close(&tf);
+	t_fs_crash(&t);				/* before any commit */
+	t_file_reopen(&tf);
+	ck_assert(!t_ts_eq(t_stat(&tf).st_atim, a2));
+	ck_assert(t_ts_eq(t_stat(&tf).st_atim, a1));
+	t_remount_atime(&t, &tf, MQFS_ATIME_NONE);
+	t_read_atime(&tf, blk, false);
+	t_file_free(&tf);
+	t_fs_destroy(&t);
+	free(blk);
+}
+END_TEST
 
 /* ---- lazy times under load: no deadlock ------------------------------- */
 
@@ -248,5 +366,7 @@ END_TEST
 void file_add_times_tests(TCase *tc)
 {
 	tcase_add_test(tc, test_lazy_times);
+	tcase_add_test(tc, test_atime_rule);
+	tcase_add_test(tc, test_atime_lazy);
 	tcase_add_test(tc, test_lazy_times_storm);
 }

@@ -48,7 +48,8 @@ FS_UNIT_TESTS = \
 	tests/unit/test_fsck \
 	tests/unit/test_powerloss \
 	tests/unit/test_wback \
-	tests/unit/test_readahead
+	tests/unit/test_readahead \
+	tests/unit/test_fsclock
 FUSE_UNIT_TESTS = tests/unit/test_fuse
 UNIT_TESTS = $(BLK_UNIT_TESTS) $(FS_UNIT_TESTS) $(FUSE_UNIT_TESTS)
 
@@ -150,6 +151,8 @@ tests_unit_test_xattr_CFLAGS = $(FS_UNIT_CFLAGS)
 tests_unit_test_xattr_LDADD = $(UNIT_LDADD)
 tests_unit_test_acl_CFLAGS = $(FS_UNIT_CFLAGS)
 tests_unit_test_acl_LDADD = $(UNIT_LDADD)
+tests_unit_test_fsclock_CFLAGS = $(FS_UNIT_CFLAGS)
+tests_unit_test_fsclock_LDADD = $(UNIT_LDADD)
 tests_unit_test_fsck_SOURCES = tests/unit/test_fsck.c \
 	tests/unit/fsck_fixture.h tests/unit/fsck_fixture.c \
 	tests/unit/fsck_damage.c tests/unit/fsck_random.c \
