@@ -10,7 +10,10 @@ include %reldir%/load/local.mk
 noinst_LIBRARIES += libmqfs.a
 libmqfs_a_SOURCES = \
 	%reldir%/fs/fs_i.h \
+	%reldir%/fs/aginit.c \
 	%reldir%/fs/alloc.c \
+	%reldir%/fs/alloc_ag.c \
+	%reldir%/fs/alloc_i.h \
 	%reldir%/fs/attr.c \
 	%reldir%/fs/bio.c \
 	%reldir%/fs/buf.c \
@@ -24,6 +27,7 @@ libmqfs_a_SOURCES = \
 	%reldir%/fs/fs_err.c \
 	%reldir%/fs/fsck.c \
 	%reldir%/fs/fsck_ag.c \
+	%reldir%/fs/fsck_aginit.c \
 	%reldir%/fs/fsck_dir.c \
 	%reldir%/fs/fsck_i.h \
 	%reldir%/fs/fsck_inode.c \

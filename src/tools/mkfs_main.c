@@ -3,7 +3,7 @@
  * mkfs.mqfs - make an mqfs filesystem on a device or an image file.
  *
  *   mkfs.mqfs [-L label] [-U uuid] [-N inodes] [-J journal-size]
- *             [-s size] [-f] [-q] DEVICE|IMAGE
+ *             [-E extended-options] [-s size] [-f] [-q] DEVICE|IMAGE
  *
  * The formatting itself is the library's (mqfs_mkfs); this front end
  * parses options, creates the image file when asked, refuses to destroy
@@ -41,11 +41,14 @@ static void mkfs_usage(FILE *out)
 {
 	fprintf(out,
 		"Usage: " PROG " [-L label] [-U uuid] [-N inodes] "
-		"[-J journal-size] [-s size] [-f] [-q] DEVICE|IMAGE\n"
+		"[-J journal-size] [-E opts] [-s size] [-f] [-q] "
+		"DEVICE|IMAGE\n"
 		"  -L label   volume label (at most 63 bytes)\n"
 		"  -U uuid    volume UUID (default: random)\n"
 		"  -N inodes  number of inodes (default: one per 16 KiB)\n"
 		"  -J size    journal size (default: 1/64 of the fs, 1-32 MiB)\n"
+		"  -E lazy_ags=0  write every allocation group now (an image\n"
+		"             older mqfs can read; default 1: on first use)\n"
 		"  -s size    filesystem size; creates IMAGE if it is missing\n"
 		"  -f         overwrite an existing filesystem signature\n"
 		"  -q         quiet\n"
@@ -98,11 +101,28 @@ static int mkfs_size_arg(char opt, const char *s, uint64_t *out)
 	return 0;
 }
 
+/* -E: comma-separated extended options (only lazy_ags=0|1 for now). */
+static int mkfs_parse_extended(char *s, struct mkfs_args *a)
+{
+	char *save = NULL;
+
+	for (char *o = strtok_r(s, ",", &save); o;
+	     o = strtok_r(NULL, ",", &save)) {
+		if (!strcmp(o, "lazy_ags=0") || !strcmp(o, "lazy_ags=1")) {
+			a->o.init_all_ags = o[9] == '0';
+			continue;
+		}
+		fprintf(stderr, PROG ": -E: unknown extended option '%s'\n", o);
+		return -EINVAL;
+	}
+	return 0;
+}
+
 static int mkfs_parse(int argc, char **argv, struct mkfs_args *a)
 {
 	int c;
 
-	while ((c = getopt(argc, argv, "L:U:N:J:s:fqh")) != -1) {
+	while ((c = getopt(argc, argv, "L:U:N:J:E:s:fqh")) != -1) {
 		switch (c) {
 		case 'L':
 			if (strlen(optarg) >= sizeof(((struct mqfs_super *)0)->label)) {
@@ -125,6 +145,10 @@ static int mkfs_parse(int argc, char **argv, struct mkfs_args *a)
 			break;
 		case 'J':
 			if (mkfs_size_arg('J', optarg, &a->o.journal_bytes))
+				return -EINVAL;
+			break;
+		case 'E':
+			if (mkfs_parse_extended(optarg, a))
 				return -EINVAL;
 			break;
 		case 's':
