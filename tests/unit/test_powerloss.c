@@ -4,7 +4,8 @@
  *
  * Each scenario (create and write, overwrite and append, rename over a
  * file and unlink, truncate down and up through a hole, fallocate,
- * xattrs, mkdir and rmdir, dontcache write-behind with fsync) is run
+ * xattrs, mkdir and rmdir, dontcache write-behind with fsync, new
+ * directories initialising lazy AGs) is run
  * once on a fault device with a volatile write cache to count its
  * write-like requests (writes and flushes), N.  Then it is run again for
  * every k = 1 .. N + 1 with the power cut just before its kth write
@@ -327,6 +328,24 @@ static void sc_dontcache(struct pl *p)
 	pl_fsync(p, "a");
 }
 
+/*
+ * Lazy AGs: a directory goes to the AG with the most free inodes, an
+ * uninitialised one while there is one, whose first use writes it in
+ * the mkdir's transaction; the xattr block then comes from that AG.
+ * Three directories initialise AGs 1, 2 and 3.
+ */
+static void sc_new_ags(struct pl *p)
+{
+	pl_mknod(p, "dir", true);
+	pl_setxattr(p, "dir", "x");
+	pl_mknod(p, "b", true);
+	pl_sync(p);
+	pl_mknod(p, "c", true);
+	pl_setxattr(p, "c", "y");
+	pl_unlink(p, "b");
+	pl_sync(p);
+}
+
 static const struct {
 	const char *name;
 	void (*run)(struct pl *p);
@@ -336,6 +355,7 @@ static const struct {
 	{ "truncate", sc_truncate },
 	{ "fallocate_xattr", sc_fallocate_xattr },
 	{ "dontcache", sc_dontcache },
+	{ "new_ags", sc_new_ags },
 };
 
 /* ---- the checks after a cut ------------------------------------------------ */
@@ -512,6 +532,8 @@ static uint64_t pl_count(struct pl *p, unsigned s)
 	pl_scenarios[s].run(p);
 	mq_fault_get_stats(p->t.fault, &b);
 	ck_assert(!p->dead);
+	if (pl_scenarios[s].run == sc_new_ags)
+		ck_assert(!mqfs_ag_uninit(p->t.fs, 3));
 	t_fs_destroy(&p->t);
 	return b.writes - a.writes;
 }
