@@ -28,7 +28,8 @@ FUSE_INTEGRATION_TESTS = \
 	tests/integration/transport.sh \
 	tests/integration/uring.sh \
 	tests/integration/tools-mkfs.sh \
-	tests/integration/tools-fsck.sh
+	tests/integration/tools-fsck.sh \
+	tests/integration/lazy-mkfs.sh
 
 TESTS += $(FUSE_INTEGRATION_TESTS)
 EXTRA_DIST += $(FUSE_INTEGRATION_TESTS) tests/integration/lib.sh \
