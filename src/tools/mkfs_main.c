@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include "mqfs/blk.h"
@@ -315,6 +316,32 @@ static void mkfs_print(const struct mkfs_args *a,
 	printf("%s\n", r->nr_sb_copies > MQFS_REPORT_COPIES ? " ..." : "");
 }
 
+/*
+ * An image file is sparse: the host filesystem gives it blocks as the
+ * filesystem in it is used.  Say so when the host could not hold all
+ * of @bytes (what is allocated now plus what is free), as the
+ * filesystem would then fail with I/O errors once it is that full.
+ */
+static void mkfs_warn_space(const struct mkfs_args *a, uint64_t bytes)
+{
+	struct statvfs vfs;
+	struct stat st;
+	uint64_t room;
+	char h1[32], h2[32];
+
+	if (a->quiet || stat(a->path, &st) || !S_ISREG(st.st_mode) ||
+	    statvfs(a->path, &vfs))
+		return;
+	room = (uint64_t)st.st_blocks * 512 +
+	       (uint64_t)vfs.f_bavail * vfs.f_frsize;
+	if (room >= bytes)
+		return;
+	fprintf(stderr, PROG ": warning: %s is a sparse image of %s, but its "
+		"filesystem has room for %s of it: writes past that will fail\n",
+		a->path, tool_human(bytes, h1, sizeof(h1)),
+		tool_human(room, h2, sizeof(h2)));
+}
+
 /* Check -s against the device, probe, format.  0 or -errno. */
 static int mkfs_run(struct mq_queue *q, const struct mkfs_args *a,
 		    bool created)
@@ -331,6 +358,7 @@ static int mkfs_run(struct mq_queue *q, const struct mkfs_args *a,
 	}
 	if (!created && (ret = mkfs_probe(q, a)))
 		return ret;
+	mkfs_warn_space(a, a->o.size_bytes ? a->o.size_bytes : dev_bytes);
 	ret = mqfs_mkfs(q, &a->o, &rep);
 	if (ret) {
 		fprintf(stderr, PROG ": %s: %s\n", a->path, strerror(-ret));
