@@ -13,7 +13,10 @@ libmqfs_a_SOURCES = \
 	%reldir%/fs/acl_i.h \
 	%reldir%/fs/acl.c \
 	%reldir%/fs/acl_fs.c \
+	%reldir%/fs/aginit.c \
 	%reldir%/fs/alloc.c \
+	%reldir%/fs/alloc_ag.c \
+	%reldir%/fs/alloc_i.h \
 	%reldir%/fs/array.c \
 	%reldir%/fs/attr.c \
 	%reldir%/fs/bio.c \
@@ -34,6 +37,7 @@ libmqfs_a_SOURCES = \
 	%reldir%/fs/atime.c \
 	%reldir%/fs/fsck.c \
 	%reldir%/fs/fsck_ag.c \
+	%reldir%/fs/fsck_aginit.c \
 	%reldir%/fs/fsck_dir.c \
 	%reldir%/fs/fsck_i.h \
 	%reldir%/fs/fsck_acl.c \

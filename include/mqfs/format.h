@@ -34,8 +34,17 @@ enum mqfs_blk_type {
 	MQFS_T_XATTR,
 	MQFS_T_JDESC,
 	MQFS_T_JCOMMIT,
+	MQFS_T_AGINIT,
 	MQFS_T_COUNT
 };
+
+/* A type of block that lives at a home address (what a journal copy may
+ * be): every type but the journal's own descriptor and commit. */
+static inline int mqfs_blk_type_home(unsigned type)
+{
+	return type && type < MQFS_T_COUNT && type != MQFS_T_JDESC &&
+	       type != MQFS_T_JCOMMIT;
+}
 
 /*
  * The first 32 bytes of every metadata block.  @csum is XXH3-64 (seed 0)
@@ -92,6 +101,10 @@ struct mqfs_super {
 	uint64_t inode_gen;		/* next inode generation */
 	uint32_t feature_compat;	/* MQFS_FEATURE_COMPAT_* */
 	uint32_t feature_ro_compat;	/* MQFS_FEATURE_RO_COMPAT_* */
+	/* INCOMPAT_LAZY_AGS: the AG-init map; 0 without the feature. */
+	uint64_t aginit_blk;
+	uint32_t aginit_blocks;
+	uint32_t reserved;		/* 0 */
 };
 
 /*
@@ -105,9 +118,17 @@ struct mqfs_super {
  * and no inode owns them, which an older fsck would take for a leak.
  */
 #define MQFS_FEATURE_RO_COMPAT_SB_BACKUPS	0x1u
+/*
+ * INCOMPAT_LAZY_AGS: an AG whose bit in the AG-init map (aginit_blk) is
+ * clear is uninitialised: its header, bitmaps and inode table were
+ * never written and mean nothing; it is all free but its own metadata
+ * and superblock copy.  A reader that took its blocks for AG metadata
+ * would read garbage, hence incompat.
+ */
+#define MQFS_FEATURE_INCOMPAT_LAZY_AGS		0x1u
 #define MQFS_FEATURE_COMPAT_SUPP	0u
 #define MQFS_FEATURE_RO_COMPAT_SUPP	MQFS_FEATURE_RO_COMPAT_SB_BACKUPS
-#define MQFS_FEATURE_INCOMPAT_SUPP	0u
+#define MQFS_FEATURE_INCOMPAT_SUPP	MQFS_FEATURE_INCOMPAT_LAZY_AGS
 
 /* Allocation group header: the first block of each AG's metadata. */
 struct mqfs_ag {
@@ -121,7 +142,13 @@ struct mqfs_ag {
 	uint32_t free_blocks;
 	uint32_t free_inodes;
 	uint32_t dirs;
-	uint32_t reserved;
+	/*
+	 * INCOMPAT_LAZY_AGS: low 32 bits of XXH3-64 of the superblock's
+	 * uuid, so that a stale header of another filesystem in an AG
+	 * the AG-init map calls uninitialised is never taken for this
+	 * one's (fsck); 0 without the feature.
+	 */
+	uint32_t fs_tag;
 };
 
 /*
@@ -131,6 +158,13 @@ struct mqfs_ag {
  */
 #define MQFS_BITMAP_BITS	(MQFS_PAYLOAD * 8)	/* 32512 */
 #define MQFS_AG_MAX_BLOCKS	MQFS_BITMAP_BITS
+
+/*
+ * AG-init map (INCOMPAT_LAZY_AGS): aginit_blocks blocks of type
+ * MQFS_T_AGINIT after AG 0's inode table; after each header, bit i
+ * (byte i / 8, bit i % 8) of block k is set when AG
+ * k * MQFS_BITMAP_BITS + i is initialised.  Bits past ag_count are 0.
+ */
 
 /* Extent flags. */
 enum {
@@ -260,7 +294,7 @@ struct mqfs_jcommit {
 _Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
 	       "mqfs's on-disk format is little-endian");
 _Static_assert(sizeof(struct mqfs_blk_hdr) == 32, "blk_hdr");
-_Static_assert(sizeof(struct mqfs_super) <= MQFS_BLOCK_SIZE, "super");
+_Static_assert(sizeof(struct mqfs_super) == 272, "super");
 _Static_assert(sizeof(struct mqfs_ag) == 32 + 56, "ag");
 _Static_assert(sizeof(struct mqfs_extent) == MQFS_EXT_ENTRY_SIZE, "extent");
 _Static_assert(sizeof(struct mqfs_ext_index) == MQFS_EXT_ENTRY_SIZE, "index");

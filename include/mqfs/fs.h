@@ -32,6 +32,12 @@ struct mqfs_mkfs_opts {
 	const char *label;
 	const uint8_t *uuid;		/* NULL: random */
 	uint64_t now_sec;		/* 0: the clock (tests fix it) */
+	/*
+	 * Write every AG now, without INCOMPAT_LAZY_AGS: an image an mqfs
+	 * older than the feature can read.  Default: only AG 0, the rest
+	 * initialised on first use.
+	 */
+	bool init_all_ags;
 };
 
 /* Report of what mkfs made, for the tool to print. */

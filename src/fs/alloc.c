@@ -11,6 +11,8 @@
  * Handle credits: a run never crosses an AG, so one mqfs_alloc_blocks,
  * mqfs_free_blocks, mqfs_ialloc or mqfs_ifree dirties at most two
  * buffers (the AG header and one bitmap).  Callers reserve 2 per call.
+ * An AG not yet initialised (lazy AGs) is written by the first
+ * allocation in it, which extends the handle itself (alloc_ag.c).
  *
  * Busy blocks: a run freed in transaction S must not be handed out again
  * before S is durable, or data written into it could overwrite the old
@@ -25,35 +27,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "fs_i.h"
-#include "mqfs/lock.h"
+#include "alloc_i.h"
 
 #define AG_WORDS	(MQFS_BITMAP_BITS / 64)
 
 _Static_assert(MQFS_BITMAP_BITS % 64 == 0, "bitmap words");
-
-/* A run freed in transaction @seq, in bits of its AG. */
-struct ag_busy {
-	uint32_t start;
-	uint32_t len;
-	uint64_t seq;
-};
-
-struct mqfs_ag_info {
-	pthread_mutex_t lock;
-	uint32_t index;
-	uint32_t block_count;		/* blocks in this AG */
-	uint64_t first_block;		/* bit 0 of the block bitmap */
-	uint64_t meta;			/* AG header; bitmaps at +1, +2 */
-	/* Copies of the AG header's counts: written under @lock, read
-	 * anywhere as hints (which AG to try). */
-	atomic_uint free_blocks, free_inodes, dirs;
-	/* Busy runs (under @lock); @busy_map is NULL while none is busy. */
-	uint64_t *busy_map;
-	struct ag_busy *busy;
-	atomic_uint nbusy;
-	size_t busy_cap;
-};
 
 /* ---- bitmap words ------------------------------------------------------- */
 
@@ -182,7 +160,7 @@ static bool ag_overlaps_meta(struct mqfs_fs *fs, struct mqfs_ag_info *ag,
 			     uint32_t start, uint32_t len)
 {
 	uint64_t s = ag->first_block + start, e = s + len;
-	uint64_t meta_end = ag->meta + 3 + fs->itable_blocks;
+	uint64_t meta_end = ag->meta + ag->meta_len;
 
 	if (s < meta_end && e > ag->meta)
 		return true;
@@ -194,95 +172,6 @@ static bool ag_overlaps_meta(struct mqfs_fs *fs, struct mqfs_ag_info *ag,
 static struct mqfs_ag_info *ag_of_block(struct mqfs_fs *fs, uint64_t blk)
 {
 	return &fs->ags[blk / fs->ag_blocks];
-}
-
-/* ---- load / unload -------------------------------------------------------- */
-
-static int ag_check_header(struct mqfs_fs *fs, struct mqfs_ag_info *ag,
-			   const struct mqfs_ag *h)
-{
-	if (h->ag_index != ag->index || h->block_count != ag->block_count ||
-	    h->first_block != ag->first_block ||
-	    h->bbitmap_blk != ag->meta + 1 || h->ibitmap_blk != ag->meta + 2 ||
-	    h->itable_blk != ag->meta + 3 ||
-	    h->free_blocks > ag->block_count ||
-	    h->free_inodes > fs->inodes_per_ag ||
-	    h->dirs > fs->inodes_per_ag - h->free_inodes) {
-		mqfs_fs_error(fs, ag->meta, "AG %u: header does not match "
-			      "the geometry or its counts are impossible",
-			      ag->index);
-		return -EUCLEAN;
-	}
-	return 0;
-}
-
-static int ag_load_one(struct mqfs_fs *fs, uint32_t i)
-{
-	struct mqfs_ag_info *ag = &fs->ags[i];
-	uint64_t end;
-	struct mqfs_buf *b;
-	int err;
-
-	ag->index = i;
-	ag->first_block = (uint64_t)i * fs->ag_blocks;
-	end = MQ_MIN(ag->first_block + fs->ag_blocks, fs->block_count);
-	ag->block_count = (uint32_t)(end - ag->first_block);
-	ag->meta = mqfs_fs_ag_meta(fs, i);
-	err = mqfs_buf_read(fs, ag->meta, MQFS_T_AG, &b);
-	if (err)
-		return err;
-	mqfs_buf_lock(b);
-	err = ag_check_header(fs, ag, b->data);
-	if (!err) {
-		const struct mqfs_ag *h = b->data;
-
-		atomic_store(&ag->free_blocks, h->free_blocks);
-		atomic_store(&ag->free_inodes, h->free_inodes);
-		atomic_store(&ag->dirs, h->dirs);
-	}
-	mqfs_buf_unlock(b);
-	mqfs_buf_put(b);
-	return err;
-}
-
-int mqfs_alloc_load(struct mqfs_fs *fs)
-{
-	uint64_t free_blocks = 0, free_inodes = 0;
-	uint32_t i;
-	int err = 0;
-
-	fs->ags = calloc(fs->ag_count, sizeof(*fs->ags));
-	if (!fs->ags)
-		return -ENOMEM;
-	for (i = 0; i < fs->ag_count; i++)
-		mq_lock_init_short(&fs->ags[i].lock);
-	for (i = 0; i < fs->ag_count && !err; i++) {
-		err = ag_load_one(fs, i);
-		free_blocks += atomic_load(&fs->ags[i].free_blocks);
-		free_inodes += atomic_load(&fs->ags[i].free_inodes);
-	}
-	if (err) {
-		mqfs_alloc_unload(fs);
-		return err;
-	}
-	atomic_store(&fs->free_blocks, free_blocks);
-	atomic_store(&fs->free_inodes, free_inodes);
-	return 0;
-}
-
-void mqfs_alloc_unload(struct mqfs_fs *fs)
-{
-	if (!fs->ags)
-		return;
-	for (uint32_t i = 0; i < fs->ag_count; i++) {
-		struct mqfs_ag_info *ag = &fs->ags[i];
-
-		free(ag->busy_map);
-		free(ag->busy);
-		pthread_mutex_destroy(&ag->lock);
-	}
-	free(fs->ags);
-	fs->ags = NULL;
 }
 
 /* ---- busy runs ----------------------------------------------------------- */
@@ -440,7 +329,9 @@ static int ag_alloc_blocks(struct mqfs_handle *h, struct mqfs_ag_info *ag,
 	int err;
 
 	pthread_mutex_lock(&ag->lock);
-	err = mqfs_buf_read(h->fs, ag->meta + 1, MQFS_T_BBITMAP, &b);
+	err = mqfs_ag_ready_locked(h, ag);
+	if (!err)
+		err = mqfs_buf_read(h->fs, ag->meta + 1, MQFS_T_BBITMAP, &b);
 	if (err)
 		goto out;
 	mqfs_buf_lock(b);
@@ -528,7 +419,8 @@ static int free_check_range(struct mqfs_fs *fs, uint64_t start,
 	    start / fs->ag_blocks != (start + count - 1) / fs->ag_blocks)
 		goto bad;
 	ag = ag_of_block(fs, start);
-	if (ag_overlaps_meta(fs, ag, (uint32_t)(start - ag->first_block),
+	if (atomic_load(&ag->uninit) ||
+	    ag_overlaps_meta(fs, ag, (uint32_t)(start - ag->first_block),
 			     count))
 		goto bad;
 	return 0;
@@ -593,6 +485,23 @@ int mqfs_free_blocks(struct mqfs_handle *h, uint64_t start, uint32_t count)
 	return err;
 }
 
+/* mqfs_block_in_use in an uninitialised AG: its fresh bitmap says. */
+static int ag_fresh_in_use(struct mqfs_fs *fs, struct mqfs_ag_info *ag,
+			   uint64_t blk, bool *used)
+{
+	uint64_t *map = mqfs_alloc_blocks_mem(1);
+	struct mqfs_layout l;
+
+	if (!map)
+		return -ENOMEM;
+	mqfs_fs_layout(fs, &l);
+	mqfs_ag_fresh_bbitmap(&l, ag->index, map);
+	*used = bit_test(map + MQFS_HDR_SIZE / sizeof(*map),
+			 (uint32_t)(blk - ag->first_block));
+	free(map);
+	return 0;
+}
+
 int mqfs_block_in_use(struct mqfs_fs *fs, uint64_t blk, bool *used)
 {
 	struct mqfs_ag_info *ag;
@@ -602,6 +511,8 @@ int mqfs_block_in_use(struct mqfs_fs *fs, uint64_t blk, bool *used)
 	if (blk >= fs->block_count)
 		return -EINVAL;
 	ag = ag_of_block(fs, blk);
+	if (atomic_load(&ag->uninit))
+		return ag_fresh_in_use(fs, ag, blk, used);
 	err = mqfs_buf_read(fs, ag->meta + 1, MQFS_T_BBITMAP, &b);
 	if (err)
 		return err;
@@ -628,7 +539,9 @@ static int ag_ialloc(struct mqfs_handle *h, struct mqfs_ag_info *ag,
 		err = -ENOSPC;
 		goto out;
 	}
-	err = mqfs_buf_read(fs, ag->meta + 2, MQFS_T_IBITMAP, &b);
+	err = mqfs_ag_ready_locked(h, ag);
+	if (!err)
+		err = mqfs_buf_read(fs, ag->meta + 2, MQFS_T_IBITMAP, &b);
 	if (err)
 		goto out;
 	mqfs_buf_lock(b);
@@ -710,6 +623,10 @@ int mqfs_ifree(struct mqfs_handle *h, uint64_t ino, bool was_dir)
 	ag = &fs->ags[(ino - 1) / fs->inodes_per_ag];
 	i = (uint32_t)((ino - 1) % fs->inodes_per_ag);
 	pthread_mutex_lock(&ag->lock);
+	if (atomic_load(&ag->uninit)) {
+		err = -EUCLEAN;		/* it has no inode in use */
+		goto not_used;
+	}
 	err = mqfs_buf_read(fs, ag->meta + 2, MQFS_T_IBITMAP, &b);
 	if (err)
 		goto out;
@@ -722,6 +639,7 @@ int mqfs_ifree(struct mqfs_handle *h, uint64_t ino, bool was_dir)
 	}
 	mqfs_buf_unlock(b);
 	mqfs_buf_put(b);
+not_used:
 	if (err) {
 		mqfs_fs_error(fs, ag->meta + 2, "freeing inode %llu, which "
 			      "is not in use", (unsigned long long)ino);

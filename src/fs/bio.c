@@ -198,3 +198,23 @@ int mqfs_flush_device(struct mq_queue *q)
 {
 	return mqfs_bio_sync(q, MQ_OP_FLUSH, 0, NULL, 0, 0);
 }
+
+/*
+ * Make @nblocks at @blk read as zeroes: WRITE_ZEROES where the device
+ * or file has it, else zeroes written (tmpfs has no ZERO_RANGE), as the
+ * kernel's blkdev_issue_zeroout falls back to writing.
+ */
+int mqfs_bio_zeroout(struct mq_queue *q, uint64_t blk, uint32_t nblocks)
+{
+	int err = mqfs_bio_sync(q, MQ_OP_WRITE_ZEROES, blk, NULL, nblocks, 0);
+	void *zeroes;
+
+	if (err != -EOPNOTSUPP && err != -EINVAL)
+		return err;
+	zeroes = mqfs_alloc_blocks_mem(nblocks);
+	if (!zeroes)
+		return -ENOMEM;
+	err = mqfs_bio_sync(q, MQ_OP_WRITE, blk, zeroes, nblocks, 0);
+	free(zeroes);
+	return err;
+}

@@ -57,7 +57,7 @@ static const char *const bc_type_names[MQFS_T_COUNT] = {
 	[MQFS_T_ITABLE] = "inode table", [MQFS_T_EXTENT] = "extent",
 	[MQFS_T_DIR] = "directory", [MQFS_T_XATTR] = "xattr",
 	[MQFS_T_JDESC] = "journal descriptor",
-	[MQFS_T_JCOMMIT] = "journal commit",
+	[MQFS_T_JCOMMIT] = "journal commit", [MQFS_T_AGINIT] = "AG-init map",
 };
 
 static const char *bc_type_name(unsigned type)

@@ -72,6 +72,8 @@ struct mqfs_fs {
 	uint64_t inode_count;
 	uint64_t journal_start;
 	uint32_t journal_blocks;
+	uint32_t aginit_blocks;		/* AG-init map (lazy AGs); 0: none */
+	uint32_t ag_tag;		/* what AG headers' fs_tag must be */
 	struct mqfs_buf *sb_buf;	/* block 0, pinned while mounted */
 	struct mqfs_super *sb0;		/* block 0 as mount read it: replay */
 	struct mqfs_bcache *bcache;
@@ -266,6 +268,8 @@ int mqfs_batch_wait(struct mqfs_bio_batch *b);
 int mqfs_bio_sync(struct mq_queue *q, enum mq_op op, uint64_t blk,
 		  void *buf, uint32_t nblocks, uint16_t flags);
 int mqfs_flush_device(struct mq_queue *q);
+/* Make @nblocks at @blk read as zeroes, synchronously (bio.c). */
+int mqfs_bio_zeroout(struct mq_queue *q, uint64_t blk, uint32_t nblocks);
 /* 4 KiB-aligned zeroed memory of @nblocks blocks (free with free()). */
 void *mqfs_alloc_blocks_mem(size_t nblocks);
 
@@ -405,6 +409,12 @@ void mqfs_journal_set_pre_commit(struct mqfs_fs *fs,
 /* As mqfs_trans_start, but -EAGAIN instead of waiting for room. */
 int mqfs_trans_try_start(struct mqfs_fs *fs, unsigned credits,
 			 struct mqfs_handle *h);
+/*
+ * @credits more for @h, in the same transaction, if the journal has
+ * room now (jbd2_journal_extend): 0 or -EAGAIN.  For a need found only
+ * under locks a commit may wait on (the first allocation in an AG).
+ */
+int mqfs_trans_extend(struct mqfs_handle *h, unsigned credits);
 /* The caller changed @b (holding its lock): make it part of h's txn. */
 void mqfs_trans_dirty(struct mqfs_handle *h, struct mqfs_buf *b);
 /*
@@ -444,12 +454,15 @@ void mqfs_journal_stats(struct mqfs_fs *fs, uint64_t *commits,
 			uint64_t *blocks);
 
 /*
- * ---- allocation groups (alloc.c) ----------------------------------------
+ * ---- allocation groups (alloc.c, alloc_ag.c) -----------------------------
  * Credits: each alloc/free/ialloc/ifree call dirties at most 2 buffers
- * (one AG header and one bitmap: a run never crosses an AG).
+ * (one AG header and one bitmap: a run never crosses an AG).  The first
+ * allocation in an uninitialised AG extends the handle by what it
+ * writes besides (mqfs_trans_extend).
  */
 
-int mqfs_alloc_load(struct mqfs_fs *fs);	/* read AG headers, counts */
+/* Read the AG headers (of initialised AGs) and counts. */
+int mqfs_alloc_load(struct mqfs_fs *fs);
 void mqfs_alloc_unload(struct mqfs_fs *fs);
 /*
  * Allocate up to @want contiguous blocks near @goal (0: anywhere);
@@ -475,6 +488,9 @@ bool mqfs_retry_enospc(struct mqfs_fs *fs, int err, bool *retried);
 int mqfs_ialloc(struct mqfs_handle *h, uint64_t parent, bool is_dir,
 		uint64_t *ino);
 int mqfs_ifree(struct mqfs_handle *h, uint64_t ino, bool was_dir);
+/* Has AG @ag never been written (INCOMPAT_LAZY_AGS)?  Then it has no
+ * inode in use and its inode table is not to be read. */
+bool mqfs_ag_uninit(struct mqfs_fs *fs, uint32_t ag);
 /* Is @blk / @ino marked in use?  (fsck, tests) */
 int mqfs_block_in_use(struct mqfs_fs *fs, uint64_t blk, bool *used);
 
@@ -967,6 +983,8 @@ struct mqfs_layout {
 	uint32_t ag_count, ag_blocks, inodes_per_ag, itable_blocks;
 	uint64_t journal_start;
 	uint32_t journal_blocks;
+	uint32_t aginit_blocks;		/* the AG-init map; 0: no lazy AGs */
+	uint32_t ag_tag;		/* AG headers' fs_tag (aginit.c) */
 };
 int mqfs_layout_compute(uint64_t block_count, const struct mqfs_mkfs_opts *o,
 			struct mqfs_layout *l);
@@ -978,6 +996,8 @@ int mqfs_layout_compute(uint64_t block_count, const struct mqfs_mkfs_opts *o,
  * tests/fuzz).  The mount and fsck both refuse such a block 0.
  */
 bool mqfs_super_layout_ok(const struct mqfs_super *sb);
+/* The geometry @sb records (checked or not). */
+void mqfs_super_layout(const struct mqfs_super *sb, struct mqfs_layout *l);
 /* Blocks in AG @ag (the last may be short), and those its metadata
  * (and in AG 0 the superblock and the journal) take before any data. */
 uint32_t mqfs_layout_ag_size(const struct mqfs_layout *l, uint32_t ag);
@@ -996,6 +1016,59 @@ static inline uint64_t mqfs_fs_ag_meta(const struct mqfs_fs *fs, uint32_t ag)
 {
 	return ag == 0 ? 1 + (uint64_t)fs->journal_blocks
 		       : (uint64_t)ag * fs->ag_blocks;
+}
+
+/* Blocks of AG @ag's own metadata from mqfs_ag_meta_start: header,
+ * bitmaps, inode table and, in AG 0, the AG-init map after them. */
+static inline uint64_t mqfs_ag_meta_len(const struct mqfs_layout *l,
+					uint32_t ag)
+{
+	return 3 + (uint64_t)l->itable_blocks + (ag ? 0 : l->aginit_blocks);
+}
+
+/* First block of the AG-init map (INCOMPAT_LAZY_AGS). */
+static inline uint64_t mqfs_aginit_start(const struct mqfs_layout *l)
+{
+	return mqfs_ag_meta_start(l, 0) + 3 + l->itable_blocks;
+}
+
+/* A mounted filesystem's geometry: its superblock's as mounted. */
+static inline void mqfs_fs_layout(const struct mqfs_fs *fs,
+				  struct mqfs_layout *l)
+{
+	mqfs_super_layout(fs->sb0, l);
+}
+
+/* ---- an AG as it is born, and the AG-init map (aginit.c) ---------------- */
+
+/*
+ * The blocks of AG @ag as mkfs writes them and lazy initialisation
+ * makes them (payload and fields; the caller seals): the block bitmap
+ * with every non-data block set (returns the free blocks), the inode
+ * bitmap with the bits past inodes_per_ag set, the header with these
+ * counts.  mqfs_ag_fresh_free_blocks counts without a bitmap.
+ */
+uint32_t mqfs_ag_fresh_bbitmap(const struct mqfs_layout *l, uint32_t ag,
+			       void *blk);
+void mqfs_ag_fresh_ibitmap(const struct mqfs_layout *l, void *blk);
+void mqfs_ag_fresh_header(const struct mqfs_layout *l, uint32_t ag,
+			  uint32_t free_blocks, void *blk);
+uint32_t mqfs_ag_fresh_free_blocks(const struct mqfs_layout *l, uint32_t ag);
+/* The fs_tag of the AG headers of a filesystem of @uuid, with or
+ * without lazy AGs (then 0). */
+uint32_t mqfs_ag_tag(const uint8_t uuid[16], bool lazy);
+static inline uint32_t mqfs_sb_ag_tag(const struct mqfs_super *sb)
+{
+	return mqfs_ag_tag(sb->uuid, sb->feature_incompat &
+				     MQFS_FEATURE_INCOMPAT_LAZY_AGS);
+}
+/* AG @ag's bit in the AG-init map block that holds it (@map: the
+ * block); mqfs_aginit_block: which block of the map that is. */
+bool mqfs_aginit_test(const void *map, uint32_t ag);
+void mqfs_aginit_set(void *map, uint32_t ag);
+static inline uint32_t mqfs_aginit_block(uint32_t ag)
+{
+	return ag / MQFS_BITMAP_BITS;
 }
 
 static inline struct mqfs_super *mqfs_sb(struct mqfs_fs *fs)

@@ -447,6 +447,7 @@ static void fk_free(struct fsck *f)
 	free(f->agd);
 	free(f->ino);
 	free(f->ag_bad);
+	free(f->aginit);
 	free(f->dirs);
 	free(f->dups);
 	free(f->sb);

@@ -24,9 +24,8 @@ static uint32_t fk_ag_size(const struct fsck *f, uint32_t ag)
 			  first);
 }
 
-/* Why the AG header in @buf is wrong for AG @ag, or NULL. */
-static const char *fk_ag_header_bad(const struct fsck *f, uint32_t ag,
-				    const struct mqfs_ag *h)
+const char *mqfs_fk_ag_header_bad(const struct fsck *f, uint32_t ag,
+				  const struct mqfs_ag *h)
 {
 	uint64_t meta = mqfs_ag_meta_start(&f->l, ag);
 
@@ -35,6 +34,8 @@ static const char *fk_ag_header_bad(const struct fsck *f, uint32_t ag,
 	    h->bbitmap_blk != meta + 1 || h->ibitmap_blk != meta + 2 ||
 	    h->itable_blk != meta + 3)
 		return "fields do not match the geometry";
+	if (h->fs_tag != f->l.ag_tag)
+		return "its fs_tag is another filesystem's";
 	return NULL;
 }
 
@@ -50,14 +51,16 @@ static int fk_check_ag(struct fsck *f, uint32_t ag, uint8_t *buf)
 	const char *why = NULL;
 	int err;
 
-	fk_mark_range(f, meta, 3 + (uint64_t)f->l.itable_blocks);
+	fk_mark_range(f, meta, mqfs_ag_meta_len(&f->l, ag));
+	if (f->ag_bad[ag] & FK_AG_UNINIT)
+		return 0;	/* never written: nothing to read */
 	err = mqfs_fk_read_meta(f, meta, MQFS_T_AG, buf);
 	if (err == -EUCLEAN)
 		why = "bad checksum or header";
 	else if (err)
 		return err;
 	else
-		why = fk_ag_header_bad(f, ag, (const void *)buf);
+		why = mqfs_fk_ag_header_bad(f, ag, (const void *)buf);
 	if (why) {
 		f->ag_bad[ag] |= FK_AG_HDR;
 		mqfs_fk_problem(f, FK_SAFE, "rebuilt", "AG %u header (block "
@@ -98,6 +101,7 @@ int mqfs_fk_pass_ags(struct fsck *f)
 		for (unsigned i = 0; i < n; i++)
 			fk_set_used(f, at[i], true);
 	}
+	err = mqfs_fk_aginit_load(f);
 	for (uint32_t ag = 0; ag < f->l.ag_count && !err; ag++) {
 		err = fk_check_ag(f, ag, buf);
 		mqfs_fk_progress(f, ag + 1, f->l.ag_count);
@@ -281,7 +285,36 @@ static int fk_sync_ag_header(struct fsck *f, uint32_t ag, uint8_t *buf,
 	h->free_blocks = c->free_blocks;
 	h->free_inodes = c->free_inodes;
 	h->dirs = c->dirs;
+	h->fs_tag = f->l.ag_tag;
 	return mqfs_fk_write(f, meta, buf, MQFS_T_AG);
+}
+
+/*
+ * One AG's bitmaps and header to the disk where they differ.  An
+ * uninitialised AG nothing uses has none: its counts are a fresh AG's.
+ */
+static int fk_sync_ag(struct fsck *f, uint32_t ag, uint8_t *want,
+		      uint8_t *disk, uint8_t *ignore, struct fk_agcount *c)
+{
+	bool in_use = true;
+	int err = 0;
+
+	if (f->ag_bad[ag] & FK_AG_UNINIT)
+		err = mqfs_fk_uninit_check(f, ag, &in_use);
+	if (err)
+		return err;
+	if (!in_use) {
+		c->free_blocks = mqfs_ag_fresh_free_blocks(&f->l, ag);
+		c->free_inodes = f->l.inodes_per_ag;
+		c->dirs = 0;
+		return 0;
+	}
+	err = fk_sync_block_bitmap(f, ag, want, disk, ignore, c);
+	if (!err)
+		err = fk_sync_inode_bitmap(f, ag, want, disk, ignore, c);
+	if (!err)
+		err = fk_sync_ag_header(f, ag, want, c);
+	return err;
 }
 
 int mqfs_fk_pass_bitmaps(struct fsck *f)
@@ -300,12 +333,7 @@ int mqfs_fk_pass_bitmaps(struct fsck *f)
 	for (uint32_t ag = 0; ag < f->l.ag_count && !err; ag++) {
 		struct fk_agcount c = { 0 };
 
-		err = fk_sync_block_bitmap(f, ag, want, disk, ignore, &c);
-		if (!err)
-			err = fk_sync_inode_bitmap(f, ag, want, disk, ignore,
-						   &c);
-		if (!err)
-			err = fk_sync_ag_header(f, ag, want, &c);
+		err = fk_sync_ag(f, ag, want, disk, ignore, &c);
 		free_blocks += c.free_blocks;
 		free_inodes += c.free_inodes;
 		dblocks += f->agd[ag].free_blocks;
@@ -313,6 +341,8 @@ int mqfs_fk_pass_bitmaps(struct fsck *f)
 		mqfs_fk_progress(f, ag + 1, f->l.ag_count);
 	}
 	free(want);
+	if (!err)
+		err = mqfs_fk_aginit_write(f);
 	if (err)
 		return err;
 	if (sb->free_blocks != free_blocks || sb->free_inodes != free_inodes) {

@@ -5,6 +5,7 @@
  *                 write-out
  *   fsck_ag.c     AG headers and bitmaps (pass 3), the computed bitmaps
  *                 and counts against them (pass 7)
+ *   fsck_aginit.c the AG-init map and uninitialised AGs (lazy AGs)
  *   fsck_super.c  the superblock and its copies (pass 1)
  *   fsck_inode.c  inode tables and extent trees (pass 4), duplicates
  *   fsck_acl.c    the POSIX ACLs of an inode's xattr block (pass 4)
@@ -80,6 +81,7 @@ enum {
 	FK_AG_HDR	= 1u << 0,	/* AG header bad: rebuilt in pass 7 */
 	FK_AG_BBITMAP	= 1u << 1,	/* block bitmap bad */
 	FK_AG_IBITMAP	= 1u << 2,	/* inode bitmap bad: liveness from modes */
+	FK_AG_UNINIT	= 1u << 3,	/* not initialised (lazy AGs): unread */
 };
 
 /*
@@ -127,6 +129,8 @@ struct fsck {
 	struct fk_dup *dups;
 	size_t ndups, dups_cap;
 	uint8_t *ag_bad;		/* per AG: FK_AG_* */
+	uint8_t *aginit;		/* the AG-init map as it must be */
+	bool aginit_changed;		/* write it at the end */
 	uint64_t lost_found;		/* 0: none (yet) */
 	/* Results. */
 	unsigned problems, unsafe, uncorrected, notes;
@@ -159,6 +163,9 @@ void mqfs_fk_progress(struct fsck *f, uint64_t done, uint64_t total);
 
 /* Read @n blocks from @blk as they stand after replay and repairs. */
 int mqfs_fk_read(struct fsck *f, uint64_t blk, void *buf, uint32_t n);
+/* Read the @n blocks @blks[] (anywhere) into @buf, all at once. */
+int mqfs_fk_read_blocks(struct fsck *f, const uint64_t *blks, uint32_t n,
+			void *buf);
 /* Replace block @blk: sealed as @type, or raw when @type is 0. */
 int mqfs_fk_write(struct fsck *f, uint64_t blk, void *buf, unsigned type);
 /* Read block @blk and verify it as @type: 0, -EUCLEAN or -errno. */
@@ -179,6 +186,13 @@ static inline void fk_set_used(struct fsck *f, uint64_t blk, bool on)
 		f->used[blk / 64] |= 1ull << (blk % 64);
 	else
 		f->used[blk / 64] &= ~(1ull << (blk % 64));
+}
+
+/* May fsck's own repairs use block @blk?  Not in an uninitialised AG. */
+static inline bool fk_avail(const struct fsck *f, uint64_t blk)
+{
+	return !fk_used(f, blk) &&
+	       !(f->ag_bad[blk / f->l.ag_blocks] & FK_AG_UNINIT);
 }
 
 /* fsck allocates (@used) or frees a block / an inode itself. */
@@ -205,10 +219,25 @@ static inline bool fk_ino_valid(const struct fsck *f, uint64_t ino)
 
 /* ---- fsck_ag.c --------------------------------------------------------- */
 
+/* Why the AG header @h is wrong for AG @ag, or NULL. */
+const char *mqfs_fk_ag_header_bad(const struct fsck *f, uint32_t ag,
+				  const struct mqfs_ag *h);
 /* Pass 3: every AG header and bitmap block; the fixed metadata in use. */
 int mqfs_fk_pass_ags(struct fsck *f);
 /* Pass 7: the computed bitmaps and counts to the disk where they differ. */
 int mqfs_fk_pass_bitmaps(struct fsck *f);
+
+/* ---- fsck_aginit.c ----------------------------------------------------- */
+
+/* Pass 3: read the AG-init map, mark the uninitialised AGs. */
+int mqfs_fk_aginit_load(struct fsck *f);
+/*
+ * Pass 7, uninitialised AG @ag: is anything in it in use?  Then it is
+ * initialised (reported; pass 7 rebuilds its header and bitmaps).
+ */
+int mqfs_fk_uninit_check(struct fsck *f, uint32_t ag, bool *in_use);
+/* End of pass 7: the map, if it changed. */
+int mqfs_fk_aginit_write(struct fsck *f);
 
 /* ---- fsck_inode.c ------------------------------------------------------ */
 

@@ -672,6 +672,10 @@ static int fk_scan_ag(struct fsck *f, uint32_t ag, uint8_t *run,
 	const uint8_t *bits = ibm;
 	int err = 0;
 
+	if (f->ag_bad[ag] & FK_AG_UNINIT) {
+		*done += f->l.itable_blocks;	/* no inode lives there */
+		return 0;
+	}
 	if (f->ag_bad[ag] & FK_AG_IBITMAP)
 		bits = NULL;	/* unreadable: a nonzero mode means live */
 	else if ((err = mqfs_fk_read(f, itable - 1, ibm, 1)))

@@ -131,6 +131,26 @@ const struct fk_jcopy *mqfs_fk_jfind(const struct fsck *f, uint64_t blk)
 	return NULL;
 }
 
+/* Block @blk as read into @dst, with fsck's change or the journal's
+ * copy over it. */
+static void fk_overlay(struct fsck *f, uint64_t blk, uint8_t *dst)
+{
+	const struct fk_blk *b = fk_changed(f, blk);
+	const struct fk_jcopy *j;
+
+	if (b)
+		memcpy(dst, b->data, MQFS_BLOCK_SIZE);
+	else if ((j = mqfs_fk_jfind(f, blk)))
+		memcpy(dst, j->data, MQFS_BLOCK_SIZE);
+}
+
+static int fk_read_error(uint64_t blk, int err)
+{
+	fprintf(stderr, "fsck.mqfs: read error at block %llu: %s\n",
+		(unsigned long long)blk, strerror(-err));
+	return err;
+}
+
 int mqfs_fk_read(struct fsck *f, uint64_t blk, void *buf, uint32_t n)
 {
 	int err;
@@ -138,21 +158,33 @@ int mqfs_fk_read(struct fsck *f, uint64_t blk, void *buf, uint32_t n)
 	if (!n || blk >= f->l.block_count || n > f->l.block_count - blk)
 		return -EINVAL;
 	err = mqfs_bio_sync(f->q, MQ_OP_READ, blk, buf, n, MQ_REQ_META);
-	if (err) {
-		fprintf(stderr, "fsck.mqfs: read error at block %llu: %s\n",
-			(unsigned long long)blk, strerror(-err));
-		return err;
-	}
-	for (uint32_t i = 0; i < n; i++) {
-		uint8_t *dst = (uint8_t *)buf + (size_t)i * MQFS_BLOCK_SIZE;
-		const struct fk_blk *b = fk_changed(f, blk + i);
-		const struct fk_jcopy *j;
+	if (err)
+		return fk_read_error(blk, err);
+	for (uint32_t i = 0; i < n; i++)
+		fk_overlay(f, blk + i, (uint8_t *)buf + (size_t)i *
+				       MQFS_BLOCK_SIZE);
+	return 0;
+}
 
-		if (b)
-			memcpy(dst, b->data, MQFS_BLOCK_SIZE);
-		else if ((j = mqfs_fk_jfind(f, blk + i)))
-			memcpy(dst, j->data, MQFS_BLOCK_SIZE);
-	}
+int mqfs_fk_read_blocks(struct fsck *f, const uint64_t *blks, uint32_t n,
+			void *buf)
+{
+	struct mqfs_bio_batch batch;
+	int err;
+
+	for (uint32_t i = 0; i < n; i++)
+		if (blks[i] >= f->l.block_count)
+			return -EINVAL;
+	mqfs_batch_init(&batch);
+	for (uint32_t i = 0; i < n; i++)
+		mqfs_batch_add(f->q, &batch, MQ_OP_READ, blks[i], (uint8_t *)buf +
+			       (size_t)i * MQFS_BLOCK_SIZE, 1, MQ_REQ_META);
+	err = mqfs_batch_wait(&batch);
+	if (err)
+		return fk_read_error(batch.error_blk, err);
+	for (uint32_t i = 0; i < n; i++)
+		fk_overlay(f, blks[i], (uint8_t *)buf + (size_t)i *
+				       MQFS_BLOCK_SIZE);
 	return 0;
 }
 

@@ -38,11 +38,11 @@ uint64_t mqfs_fk_alloc_block(struct fsck *f, uint64_t goal, uint32_t want,
 		while (b < stop) {
 			uint64_t s = b;
 
-			if (fk_used(f, b)) {
+			if (!fk_avail(f, b)) {
 				b++;
 				continue;
 			}
-			while (b < end && !fk_used(f, b) && b - s < want)
+			while (b < end && fk_avail(f, b) && b - s < want)
 				b++;
 			if (b - s == want) {
 				*got = want;
@@ -61,7 +61,8 @@ uint64_t mqfs_fk_alloc_block(struct fsck *f, uint64_t goal, uint32_t want,
 uint64_t mqfs_fk_alloc_inode(struct fsck *f)
 {
 	for (uint64_t ino = MQFS_ROOT_INO + 1; ino <= f->inode_count; ino++)
-		if (!(f->ino[ino].flags & FK_I_LIVE))
+		if (!(f->ino[ino].flags & FK_I_LIVE) &&
+		    !(f->ag_bad[fk_ino_ag(f, ino)] & FK_AG_UNINIT))
 			return ino;
 	return 0;
 }

@@ -18,17 +18,8 @@
 
 static void fk_sb_layout(struct fsck *f)
 {
-	const struct mqfs_super *sb = f->sb;
-
-	f->l = (struct mqfs_layout){
-		.block_count = sb->block_count, .ag_count = sb->ag_count,
-		.ag_blocks = sb->ag_blocks,
-		.inodes_per_ag = sb->inodes_per_ag,
-		.itable_blocks = sb->itable_blocks,
-		.journal_start = sb->journal_start,
-		.journal_blocks = sb->journal_blocks,
-	};
-	f->inode_count = sb->inode_count;
+	mqfs_super_layout(f->sb, &f->l);
+	f->inode_count = f->sb->inode_count;
 }
 
 /* Is @blk where @sb keeps a copy of itself? */

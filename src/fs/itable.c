@@ -62,6 +62,9 @@ int mqfs_ic_read_record(struct mqfs_fs *fs, uint64_t ino,
 	size_t off;
 	int err;
 
+	/* Never written, not even zeroed: no inode lives there. */
+	if (mqfs_ag_uninit(fs, (uint32_t)((ino - 1) / fs->inodes_per_ag)))
+		return -ENOENT;
 	ic_locate(fs, ino, &blk, &off);
 	err = mqfs_buf_read(fs, blk, MQFS_T_ITABLE, &b);
 	if (err)

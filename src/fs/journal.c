@@ -223,6 +223,21 @@ int mqfs_trans_try_start(struct mqfs_fs *fs, unsigned credits,
 	return err ? err : jnl_try_reserve(j, credits, h, &seq);
 }
 
+int mqfs_trans_extend(struct mqfs_handle *h, unsigned credits)
+{
+	struct mqfs_journal *j = jnl_of(h->fs);
+	int err = -EAGAIN;
+
+	pthread_mutex_lock(&j->lock);
+	if (jnl_room_locked(j, credits)) {
+		j->reserved += credits;
+		h->credits += credits;
+		err = 0;
+	}
+	pthread_mutex_unlock(&j->lock);
+	return err;
+}
+
 void mqfs_trans_dirty(struct mqfs_handle *h, struct mqfs_buf *b)
 {
 	struct mqfs_journal *j = jnl_of(h->fs);

@@ -32,7 +32,7 @@ uint32_t mqfs_layout_ag_size(const struct mqfs_layout *l, uint32_t ag)
 /* Blocks AG @ag needs before any data: its metadata (and sb, journal). */
 uint64_t mqfs_layout_ag_overhead(const struct mqfs_layout *l, uint32_t ag)
 {
-	uint64_t n = 3 + (uint64_t)l->itable_blocks;
+	uint64_t n = mqfs_ag_meta_len(l, ag);
 
 	if (ag == 0)
 		n += 1 + l->journal_blocks;
@@ -129,6 +129,8 @@ int mqfs_layout_compute(uint64_t block_count, const struct mqfs_mkfs_opts *o,
 							 l->ag_count, ag_blocks);
 		l->itable_blocks = l->inodes_per_ag / MQFS_INODES_PER_BLOCK;
 	}
+	if (!o->init_all_ags)
+		l->aginit_blocks = mqfs_aginit_block(l->ag_count - 1) + 1;
 	if (mqfs_layout_ag_size(l, last) <
 	    mqfs_layout_ag_overhead(l, last) + (last == 0 ? 1 : 0) + 1 +
 	    MKFS_DATA_MIN)
@@ -142,12 +144,27 @@ int mqfs_layout_compute(uint64_t block_count, const struct mqfs_mkfs_opts *o,
 	return 0;
 }
 
+void mqfs_super_layout(const struct mqfs_super *sb, struct mqfs_layout *l)
+{
+	*l = (struct mqfs_layout){
+		.block_count = sb->block_count, .ag_count = sb->ag_count,
+		.ag_blocks = sb->ag_blocks, .inodes_per_ag = sb->inodes_per_ag,
+		.itable_blocks = sb->itable_blocks,
+		.journal_start = sb->journal_start,
+		.journal_blocks = sb->journal_blocks,
+		.aginit_blocks = sb->aginit_blocks,
+		.ag_tag = mqfs_sb_ag_tag(sb),
+	};
+}
+
 bool mqfs_super_layout_ok(const struct mqfs_super *sb)
 {
 	struct mqfs_mkfs_opts mo = {
 		.inodes = sb->inode_count,
 		.journal_bytes = (uint64_t)sb->journal_blocks * MQFS_BLOCK_SIZE,
 		.ag_blocks = sb->ag_blocks,
+		.init_all_ags = !(sb->feature_incompat &
+				  MQFS_FEATURE_INCOMPAT_LAZY_AGS),
 	};
 	struct mqfs_layout l;
 
@@ -156,5 +173,7 @@ bool mqfs_super_layout_ok(const struct mqfs_super *sb)
 	       l.inodes_per_ag == sb->inodes_per_ag &&
 	       l.itable_blocks == sb->itable_blocks &&
 	       l.journal_start == sb->journal_start &&
-	       l.journal_blocks == sb->journal_blocks;
+	       l.journal_blocks == sb->journal_blocks &&
+	       l.aginit_blocks == sb->aginit_blocks &&
+	       (l.aginit_blocks ? mqfs_aginit_start(&l) : 0) == sb->aginit_blk;
 }

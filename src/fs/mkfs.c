@@ -4,9 +4,12 @@
  * mkfs.mqfs; FORMAT.md "Layout").
  *
  * Every write goes through the block layer like any other I/O.  Inode
- * tables are not written block by block: one WRITE_ZEROES per AG makes
- * them all-zero, which the buffer cache and fsck read as "all inodes
- * free" (the kernel's lazy_itable_init, done eagerly but cheaply).
+ * tables are not written block by block: one WRITE_ZEROES makes one
+ * all-zero, which the buffer cache and fsck read as "all inodes free".
+ * By default only AG 0 is written at all, and the AG-init map that says
+ * so (INCOMPAT_LAZY_AGS, aginit.c): the other AGs are initialised by
+ * their first allocation, as ext4's uninit_bg and lazy_itable_init, so
+ * that mkfs writes a few blocks per 32512 AGs whatever the size.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -17,35 +20,6 @@
 #include <unistd.h>
 
 #include "fs_i.h"
-
-static void bitmap_set_range(uint8_t *bits, uint64_t from, uint64_t to)
-{
-	for (uint64_t i = from; i < to; i++)
-		bits[i / 8] |= (uint8_t)(1u << (i % 8));
-}
-
-/* The block bitmap of AG @ag with every non-data block marked. */
-static uint32_t mkfs_block_bitmap(const struct mqfs_layout *l, uint32_t ag,
-				  uint8_t *blk)
-{
-	uint8_t *bits = blk + MQFS_HDR_SIZE;
-	uint64_t first = (uint64_t)ag * l->ag_blocks;
-	uint64_t meta = mqfs_ag_meta_start(l, ag) - first;
-	uint32_t size = mqfs_layout_ag_size(l, ag);
-	uint32_t used;
-
-	bitmap_set_range(bits, size, MQFS_BITMAP_BITS);
-	if (ag == 0)
-		bitmap_set_range(bits, 0, 1 + l->journal_blocks);
-	bitmap_set_range(bits, meta, meta + 3 + l->itable_blocks);
-	used = (uint32_t)mqfs_layout_ag_overhead(l, ag);
-	/* A superblock copy in the last block: the device's, or a sparse one. */
-	if (ag == l->ag_count - 1 || mqfs_ag_has_sb_copy(ag, l->ag_count)) {
-		bitmap_set_range(bits, size - 1, size);
-		used++;
-	}
-	return size - used;
-}
 
 static void mkfs_root_inode(struct mqfs_inode *d, uint64_t now)
 {
@@ -67,30 +41,26 @@ struct mkfs_ctx {
 	uint64_t now;
 };
 
-/* Write AG @ag's header and bitmaps (3 blocks of ctx->mem). */
+/* Write AG @ag's header and bitmaps (3 blocks of ctx->mem), and zero
+ * its inode table. */
 static void mkfs_write_ag(struct mkfs_ctx *c, uint32_t ag)
 {
 	const struct mqfs_layout *l = c->l;
 	uint64_t meta = mqfs_ag_meta_start(l, ag);
 	uint8_t *blk = c->mem;
 	struct mqfs_ag *h = (struct mqfs_ag *)blk;
-	uint8_t *ibits = blk + 2 * MQFS_BLOCK_SIZE + MQFS_HDR_SIZE;
+	uint32_t free_blocks;
 
 	memset(blk, 0, 3 * MQFS_BLOCK_SIZE);
-	h->free_blocks = mkfs_block_bitmap(l, ag, blk + MQFS_BLOCK_SIZE);
-	bitmap_set_range(ibits, l->inodes_per_ag, MQFS_BITMAP_BITS);
-	h->free_inodes = l->inodes_per_ag;
+	free_blocks = mqfs_ag_fresh_bbitmap(l, ag, blk + MQFS_BLOCK_SIZE);
+	mqfs_ag_fresh_ibitmap(l, blk + 2 * MQFS_BLOCK_SIZE);
+	mqfs_ag_fresh_header(l, ag, free_blocks, blk);
 	if (ag == 0) {
-		bitmap_set_range(ibits, 0, 1);		/* the root */
+		/* The root: inode 1, bit 0 of AG 0's inode bitmap. */
+		blk[2 * MQFS_BLOCK_SIZE + MQFS_HDR_SIZE] |= 1;
 		h->free_inodes--;
 		h->dirs = 1;
 	}
-	h->ag_index = ag;
-	h->block_count = mqfs_layout_ag_size(l, ag);
-	h->first_block = (uint64_t)ag * l->ag_blocks;
-	h->bbitmap_blk = meta + 1;
-	h->ibitmap_blk = meta + 2;
-	h->itable_blk = meta + 3;
 	mqfs_blk_seal(blk, MQFS_T_AG, meta, 0);
 	mqfs_blk_seal(blk + MQFS_BLOCK_SIZE, MQFS_T_BBITMAP, meta + 1, 0);
 	mqfs_blk_seal(blk + 2 * MQFS_BLOCK_SIZE, MQFS_T_IBITMAP, meta + 2, 0);
@@ -101,6 +71,28 @@ static void mkfs_write_ag(struct mkfs_ctx *c, uint32_t ag)
 	else
 		mqfs_batch_add(c->q, &c->batch, MQ_OP_WRITE_ZEROES, meta + 3,
 			       NULL, l->itable_blocks, 0);
+}
+
+/*
+ * The AG-init map of a lazy filesystem: only AG 0 is initialised.  Its
+ * last block's bits past ag_count stay clear (FORMAT.md §5a).
+ */
+static int mkfs_write_aginit(struct mkfs_ctx *c)
+{
+	const struct mqfs_layout *l = c->l;
+	uint64_t start = mqfs_aginit_start(l);
+	uint8_t *map = mqfs_alloc_blocks_mem(l->aginit_blocks);
+	int err;
+
+	if (!map)
+		return -ENOMEM;
+	mqfs_aginit_set(map, 0);
+	for (uint32_t k = 0; k < l->aginit_blocks; k++)
+		mqfs_blk_seal(map + (size_t)k * MQFS_BLOCK_SIZE, MQFS_T_AGINIT,
+			      start + k, 0);
+	err = mqfs_bio_sync(c->q, MQ_OP_WRITE, start, map, l->aginit_blocks, 0);
+	free(map);
+	return err;
 }
 
 static void mkfs_fill_super(const struct mqfs_layout *l,
@@ -120,6 +112,11 @@ static void mkfs_fill_super(const struct mqfs_layout *l,
 	sb->journal_start = l->journal_start;
 	sb->journal_blocks = l->journal_blocks;
 	sb->feature_ro_compat = MQFS_FEATURE_RO_COMPAT_SB_BACKUPS;
+	if (l->aginit_blocks) {
+		sb->feature_incompat = MQFS_FEATURE_INCOMPAT_LAZY_AGS;
+		sb->aginit_blk = mqfs_aginit_start(l);
+		sb->aginit_blocks = l->aginit_blocks;
+	}
 	sb->state = MQFS_STATE_CLEAN;
 	sb->root_ino = MQFS_ROOT_INO;
 	sb->free_blocks = free_blocks;
@@ -135,15 +132,9 @@ static void mkfs_fill_super(const struct mqfs_layout *l,
 static uint64_t mkfs_free_blocks(const struct mqfs_layout *l)
 {
 	uint64_t free_blocks = 0;
-	uint8_t *tmp = mqfs_alloc_blocks_mem(1);
 
-	if (!tmp)
-		return 0;
-	for (uint32_t ag = 0; ag < l->ag_count; ag++) {
-		memset(tmp, 0, MQFS_BLOCK_SIZE);
-		free_blocks += mkfs_block_bitmap(l, ag, tmp);
-	}
-	free(tmp);
+	for (uint32_t ag = 0; ag < l->ag_count; ag++)
+		free_blocks += mqfs_ag_fresh_free_blocks(l, ag);
 	return free_blocks;
 }
 
@@ -202,17 +193,23 @@ static int mkfs_check_device(struct mq_queue *q, const struct mqfs_mkfs_opts *o,
 
 #define MKFS_AG_CHUNK	256u	/* AGs written per batch */
 
-/* Write all AG metadata, MKFS_AG_CHUNK AGs per batch to bound memory. */
+/*
+ * Write the AGs' metadata, MKFS_AG_CHUNK AGs per batch to bound memory:
+ * every AG's, or with lazy AGs AG 0's and the AG-init map.
+ */
 static int mkfs_write_ags(struct mkfs_ctx *c, uint8_t *mem)
 {
+	uint32_t count = c->l->aginit_blocks ? 1 : c->l->ag_count;
 	int err = 0;
 
-	for (uint32_t ag = 0; ag < c->l->ag_count && !err; ) {
+	if (c->l->aginit_blocks)
+		err = mkfs_write_aginit(c);
+	for (uint32_t ag = 0; ag < count && !err; ) {
 		struct mq_plug plug;
 		uint32_t end = ag + MKFS_AG_CHUNK;
 
-		if (end > c->l->ag_count)
-			end = c->l->ag_count;
+		if (end > count)
+			end = count;
 		mqfs_batch_init(&c->batch);
 		mq_start_plug(&plug, 32);
 		for (uint32_t i = 0; ag < end; ag++, i++) {
@@ -284,6 +281,7 @@ int mqfs_mkfs(struct mq_queue *q, const struct mqfs_mkfs_opts *o,
 		return -ENOMEM;
 	c.now = o->now_sec ? o->now_sec : (uint64_t)time(NULL);
 	mkfs_uuid(o, uuid);
+	l.ag_tag = mqfs_ag_tag(uuid, l.aginit_blocks != 0);
 	/* No old superblock may describe a half-written new layout. */
 	err = mqfs_bio_sync(q, MQ_OP_WRITE, 0, mem, 1, 0);
 	if (!err)

@@ -35,9 +35,16 @@ const char *mqfs_super_why_bad(const struct mqfs_super *sb,
 		return "impossible inode counts";
 	meta0 = 1 + (uint64_t)sb->journal_blocks;
 	if (sb->journal_start != 1 || !sb->journal_blocks ||
-	    meta0 + 3 + sb->itable_blocks >= sb->ag_blocks ||
-	    meta0 + 3 + sb->itable_blocks >= sb->block_count)
+	    meta0 + 3 + sb->itable_blocks + sb->aginit_blocks >=
+	    MQ_MIN((uint64_t)sb->ag_blocks, sb->block_count))
 		return "the journal does not fit";
+	if (sb->feature_incompat & MQFS_FEATURE_INCOMPAT_LAZY_AGS ?
+	    sb->aginit_blocks != (sb->ag_count - 1) / MQFS_BITMAP_BITS + 1 ||
+	    sb->aginit_blk != meta0 + 3 + sb->itable_blocks :
+	    sb->aginit_blocks || sb->aginit_blk)
+		return "impossible AG-init map";
+	if (sb->reserved)
+		return "reserved field is not zero";
 	last_first = (uint64_t)(sb->ag_count - 1) * sb->ag_blocks;
 	last_size = sb->block_count - last_first;
 	if (sb->ag_count > 1 && last_size < 3 + (uint64_t)sb->itable_blocks + 1)
@@ -128,7 +135,7 @@ const char *mqfs_jcopy_why_bad(const struct mqfs_super *sb, uint64_t dev_blocks,
 	if (home >= sb->block_count ||
 	    (home >= js && home < js + sb->journal_blocks))
 		return "its home is outside the filesystem or in the journal";
-	if (!h->type || h->type >= MQFS_T_JDESC || h->gen != seq ||
+	if (!mqfs_blk_type_home(h->type) || h->gen != seq ||
 	    mqfs_blk_verify(blk, h->type, home))
 		return "it is not a sealed block of this transaction";
 	if (super_home != (h->type == MQFS_T_SUPER))

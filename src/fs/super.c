@@ -106,6 +106,8 @@ static void super_fill_geometry(struct mqfs_fs *fs, const struct mqfs_super *sb)
 	fs->inode_count = sb->inode_count;
 	fs->journal_start = sb->journal_start;
 	fs->journal_blocks = sb->journal_blocks;
+	fs->aginit_blocks = sb->aginit_blocks;
+	fs->ag_tag = mqfs_sb_ag_tag(sb);
 }
 
 /* The inode cache's calls upwards (fs_i.h, struct mqfs_ino_ops). */

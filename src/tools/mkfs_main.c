@@ -3,7 +3,7 @@
  * mkfs.mqfs - make an mqfs filesystem on a device or an image file.
  *
  *   mkfs.mqfs [-L label] [-U uuid] [-N inodes] [-J journal-size]
- *             [-s size] [-f] [-q] DEVICE|IMAGE
+ *             [-E extended-options] [-s size] [-f] [-q] DEVICE|IMAGE
  *
  * The formatting itself is the library's (mqfs_mkfs); this front end
  * parses options, creates the image file when asked, refuses to destroy
@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include "mqfs/blk.h"
@@ -43,13 +44,15 @@ static void mkfs_usage(FILE *out)
 {
 	fprintf(out,
 		"Usage: " PROG " [-L label] [-U uuid] [-N inodes] "
-		"[-J journal-size]\n"
+		"[-J journal-size] [-E opts]\n"
 		"                 [-s size] [-f] [-q] DEVICE|IMAGE\n"
 		"  -L label   volume label (at most 63 bytes)\n"
 		"  -U uuid    volume UUID (default: random)\n"
 		"  -N inodes  number of inodes (default: one per 16 KiB)\n"
 		"  -J size    journal size (default: 1/64 of the fs, 1-32 MiB;\n"
 		"             at most a quarter of the fs)\n"
+		"  -E lazy_ags=0  write every allocation group now (an image\n"
+		"             older mqfs can read; default 1: on first use)\n"
 		"  -s size    filesystem size; creates IMAGE if it is missing\n"
 		"  -f         overwrite an existing filesystem signature\n"
 		"  -q         quiet\n"
@@ -109,13 +112,30 @@ static const struct option mkfs_long_opts[] = {
 	{ NULL, 0, NULL, 0 },
 };
 
+/* -E: comma-separated extended options (only lazy_ags=0|1 for now). */
+static int mkfs_parse_extended(char *s, struct mkfs_args *a)
+{
+	char *save = NULL;
+
+	for (char *o = strtok_r(s, ",", &save); o;
+	     o = strtok_r(NULL, ",", &save)) {
+		if (!strcmp(o, "lazy_ags=0") || !strcmp(o, "lazy_ags=1")) {
+			a->o.init_all_ags = o[9] == '0';
+			continue;
+		}
+		fprintf(stderr, PROG ": -E: unknown extended option '%s'\n", o);
+		return -EINVAL;
+	}
+	return 0;
+}
+
 static int mkfs_parse(int argc, char **argv, struct mkfs_args *a)
 {
 	int c;
 
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, ":L:U:N:J:s:fqhV", mkfs_long_opts,
-				NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":L:U:N:J:E:s:fqhV",
+				mkfs_long_opts, NULL)) != -1) {
 		switch (c) {
 		case 'L':
 			if (strlen(optarg) >= sizeof(((struct mqfs_super *)0)->label)) {
@@ -138,6 +158,10 @@ static int mkfs_parse(int argc, char **argv, struct mkfs_args *a)
 			break;
 		case 'J':
 			if (mkfs_size_arg('J', optarg, &a->o.journal_bytes))
+				return -EINVAL;
+			break;
+		case 'E':
+			if (mkfs_parse_extended(optarg, a))
 				return -EINVAL;
 			break;
 		case 's':
@@ -318,6 +342,32 @@ static int mkfs_check_journal(const struct mkfs_args *a, uint64_t size_bytes)
 	return -EINVAL;
 }
 
+/*
+ * An image file is sparse: the host filesystem gives it blocks as the
+ * filesystem in it is used.  Say so when the host could not hold all
+ * of @bytes (what is allocated now plus what is free), as the
+ * filesystem would then fail with I/O errors once it is that full.
+ */
+static void mkfs_warn_space(const struct mkfs_args *a, uint64_t bytes)
+{
+	struct statvfs vfs;
+	struct stat st;
+	uint64_t room;
+	char h1[32], h2[32];
+
+	if (a->quiet || stat(a->path, &st) || !S_ISREG(st.st_mode) ||
+	    statvfs(a->path, &vfs))
+		return;
+	room = (uint64_t)st.st_blocks * 512 +
+	       (uint64_t)vfs.f_bavail * vfs.f_frsize;
+	if (room >= bytes)
+		return;
+	fprintf(stderr, PROG ": warning: %s is a sparse image of %s, but its "
+		"filesystem has room for %s of it: writes past that will fail\n",
+		a->path, tool_human(bytes, h1, sizeof(h1)),
+		tool_human(room, h2, sizeof(h2)));
+}
+
 /* Check -s and -J against the device, probe, format.  0 or -errno. */
 static int mkfs_run(struct mq_queue *q, const struct mkfs_args *a,
 		    bool created)
@@ -338,6 +388,7 @@ static int mkfs_run(struct mq_queue *q, const struct mkfs_args *a,
 		return ret;
 	if (!created && (ret = mkfs_probe(q, a)))
 		return ret;
+	mkfs_warn_space(a, a->o.size_bytes ? a->o.size_bytes : dev_bytes);
 	ret = mqfs_mkfs(q, &a->o, &rep);
 	if (ret) {
 		fprintf(stderr, PROG ": %s: %s\n", a->path, strerror(-ret));

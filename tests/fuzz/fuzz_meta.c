@@ -15,7 +15,10 @@
  *      -y, and fsck -n again must say clean unless -y gave up (exit 8);
  *      then the image is mounted, every file and directory read, and
  *      unmounted.  Anything else (a crash, a sanitizer report, a
- *      leak, -y leaving problems) is a finding.
+ *      leak, -y leaving problems) is a finding.  The image is made
+ *      with lazy AGs: AG 0, and the AGs its directory and files
+ *      initialised, are written; the last is not, so damage meets the
+ *      AG-init map and an uninitialised AG's never-written blocks.
  *
  * tests/fuzz/fuzz.sh builds it with clang (-fsanitize=fuzzer,address,
  * undefined, every core source instrumented) and runs it for a bounded
@@ -277,6 +280,38 @@ static void fz_seed(const char *dir, const char *name, const uint8_t *a,
 	fclose(f);
 }
 
+/* Damage records (fz_image) at @blk, offset @off, resealed or not. */
+static void fz_seed_damage(const char *dir, const char *name, uint64_t blk,
+			   unsigned off, bool reseal)
+{
+	uint8_t rec[9] = { 0x80, (uint8_t)blk, (uint8_t)(blk >> 8),
+			   (uint8_t)off, (uint8_t)(off >> 8), 0xff, 0x00, 0x5a,
+			   reseal };
+
+	fz_seed(dir, name, rec, sizeof(rec), NULL, 0);
+}
+
+/* Lazy AGs: the AG-init map's bits (resealed: only the meaning is
+ * wrong), and the header of the last AG, which is never written. */
+static void fz_seeds_lazy(const char *dir)
+{
+	const struct mqfs_super *sb = (const void *)fz_pristine;
+	struct mqfs_layout l;
+	uint64_t map;
+
+	mqfs_super_layout(sb, &l);
+	map = mqfs_aginit_start(&l);
+	/* The image must have both kinds of AG. */
+	if (!l.aginit_blocks || l.ag_count > MQFS_BITMAP_BITS ||
+	    mqfs_aginit_test(fz_pristine + map * MQFS_BLOCK_SIZE,
+			     l.ag_count - 1))
+		abort();
+	fz_seed_damage(dir, "aginit-bits", map, MQFS_HDR_SIZE, true);
+	fz_seed_damage(dir, "aginit-csum", map, 200, false);
+	fz_seed_damage(dir, "uninit-header", mqfs_ag_meta_start(&l,
+		       l.ag_count - 1), 40, true);
+}
+
 static void fz_seeds(const char *dir)
 {
 	bool seen[64] = { false };
@@ -293,6 +328,7 @@ static void fz_seeds(const char *dir)
 		snprintf(name, sizeof(name), "type%u", h->type);
 		fz_seed(dir, name, pre, sizeof(pre), b, MQFS_BLOCK_SIZE);
 	}
+	fz_seeds_lazy(dir);
 	for (unsigned i = 0; i < 8; i++) {
 		/* Block i*7+1 (the journal, AG 0's metadata), a byte, resealed
 		 * every other time. */

@@ -18,7 +18,7 @@ MQFS=${MQFS_DAEMON:-$T_BIN/mqfs}
 MKFS=$T_BIN/mkfs.mqfs
 FSCK=$T_BIN/fsck.mqfs
 
-T_DIR='' T_IMG='' T_MNT='' T_LOG='' T_PID='' T_BGMNT=''
+T_DIR='' T_IMG='' T_MNT='' T_LOG='' T_PID='' T_BGMNT='' T_TMPFS=''
 
 t_say() { printf '%s: %s\n' "$T_NAME" "$*"; }
 t_skip() { t_say "SKIP: $*"; exit 77; }
@@ -152,6 +152,9 @@ t_cleanup() {
 	t_kill_daemon "$T_PID"
 	[ -z "$T_PID" ] || wait "$T_PID" 2>/dev/null
 	[ -z "$T_URING_OLD" ] || echo "$T_URING_OLD" >"$T_URING_PARAM"
+	# After the daemon: the image may live there.
+	[ -z "$T_TMPFS" ] || umount "$T_TMPFS" 2>/dev/null ||
+		umount -l "$T_TMPFS" 2>/dev/null
 	if [ -n "$T_DIR" ]; then
 		if t_is_mounted "$T_MNT"; then
 			t_say "$T_MNT is still mounted: $T_DIR left behind"
@@ -171,6 +174,18 @@ t_mkfs() {
 		cat "$T_DIR/mkfs.out"
 		t_fail "mkfs.mqfs -s $size $*"
 	}
+}
+
+# t_tmpfs SIZE: the image on a tmpfs of SIZE (unmounted by the cleanup),
+# so that a test of a huge sparse image cannot fill the host's disk.
+t_tmpfs() {
+	T_TMPFS=$T_DIR/tmpfs
+	mkdir "$T_TMPFS" || t_fail "mkdir $T_TMPFS"
+	mount -t tmpfs -o "size=$1" tmpfs "$T_TMPFS" || {
+		T_TMPFS=''
+		t_skip "cannot mount a tmpfs"
+	}
+	T_IMG=$T_TMPFS/img
 }
 
 # Wait until $1 is mounted (10 s), or the daemon $2 gave up.

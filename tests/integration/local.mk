@@ -37,7 +37,8 @@ FUSE_INTEGRATION_TESTS = \
 	tests/integration/renameat2.sh \
 	tests/integration/tools-mkfs.sh \
 	tests/integration/tools-fsck.sh \
-	tests/integration/tools.sh
+	tests/integration/tools.sh \
+	tests/integration/lazy-mkfs.sh
 
 TESTS += $(FUSE_INTEGRATION_TESTS)
 EXTRA_DIST += $(FUSE_INTEGRATION_TESTS) tests/integration/lib.sh \

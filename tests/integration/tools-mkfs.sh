@@ -1,7 +1,8 @@
 #!/bin/sh
 # SPDX-License-Identifier: MIT
 # mkfs.mqfs on image files: creation with -s, refusal to overwrite a
-# signature without -f, option errors, -L/-U/-N/-J/-q.
+# signature without -f, option errors, -L/-U/-N/-J/-q, -E lazy_ags=0,
+# the warning for a sparse image larger than its filesystem's room.
 set -u
 
 . "$(dirname "$0")/lib.sh"
@@ -100,6 +101,31 @@ expect 0 "fsck after -N -J" "$FSCK" -f -n "$img"
 expect 0 "mkfs -q" "$MKFS" -f -q -s 32M "$img"
 [ -s "$tmp/out" ] && fail "-q printed something"
 expect 0 "fsck of a smaller fs in a larger file" "$FSCK" -f -n "$img"
+
+# Every AG written now, without the lazy_ags feature: the inode tables
+# of its 16 AGs (2 MiB each) are allocated; lazily, only AG 0's.
+expect 0 "mkfs -E lazy_ags=0" "$MKFS" -q -E lazy_ags=0 -s 2G "$tmp/e.img"
+expect 0 "fsck after -E lazy_ags=0" "$FSCK" -f -n "$tmp/e.img"
+[ "$(du -k "$tmp/e.img" | cut -f1)" -ge 16384 ] ||
+	fail "-E lazy_ags=0 did not write the inode tables"
+expect 0 "mkfs -E lazy_ags=1" "$MKFS" -f -q -E lazy_ags=1 "$tmp/e.img"
+expect 1 "unknown -E option" "$MKFS" -f -E nosuch "$tmp/e.img"
+rm -f "$tmp/e.img"
+
+# A sparse image larger than its filesystem can hold: a warning, and
+# the image is made; one that fits: none.  (Sizes past ext4's 16 TiB
+# largest file are left out.)
+free_k=$(df -Pk "$tmp" | awk 'NR == 2 { print $4 }')
+big_k=$((free_k + 1048576))
+if [ "$big_k" -lt 17179869184 ]; then
+	expect 0 "mkfs of an image larger than its room" "$MKFS" \
+		-s "${big_k}K" "$tmp/w.img"
+	grep_out "warning: .* has room for"
+	rm -f "$tmp/w.img"
+fi
+expect 0 "mkfs of a small image" "$MKFS" -s 64M "$tmp/w.img"
+grep -q warning "$tmp/err" && fail "warning for an image that fits"
+rm -f "$tmp/w.img"
 
 t_tools_done
 exit 0

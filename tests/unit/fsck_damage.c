@@ -143,6 +143,8 @@ START_TEST(test_sb_misplaced)
 	for (int delta = -1; delta <= 8; delta += 9) {
 		sb = tf_sb(&x.t);
 		sb->journal_blocks = (uint32_t)((int)sb->journal_blocks + delta);
+		/* AG 0's metadata, the AG-init map with it, moves too. */
+		sb->aginit_blk = (uint64_t)((int64_t)sb->aginit_blk + delta);
 		tf_reseal(&x.t, 0);
 		ck_assert_ptr_null(mqfs_super_why_bad(sb, 16384));
 		tf_repair(&x, MQFS_FSCK_YES);

@@ -142,15 +142,10 @@ struct mqfs_super *tf_sb(struct t_fs *t)
 
 struct mqfs_layout tf_layout(struct t_fs *t)
 {
-	const struct mqfs_super *sb = tf_sb(t);
+	struct mqfs_layout l;
 
-	return (struct mqfs_layout){
-		.block_count = sb->block_count, .ag_count = sb->ag_count,
-		.ag_blocks = sb->ag_blocks,
-		.inodes_per_ag = sb->inodes_per_ag,
-		.itable_blocks = sb->itable_blocks,
-		.journal_start = sb->journal_start,
-		.journal_blocks = sb->journal_blocks };
+	mqfs_super_layout(tf_sb(t), &l);
+	return l;
 }
 
 uint64_t tf_itable_blk(struct t_fs *t, uint64_t ino)

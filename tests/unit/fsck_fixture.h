@@ -73,5 +73,7 @@ void fsck_add_damage_tests(TCase *tc);
 void fsck_add_random_tests(TCase *tc);
 /* fsck_crash.c: crash images (journal, orphans). */
 void fsck_add_crash_tests(TCase *tc);
+/* fsck_lazy.c: uninitialised AGs and the AG-init map. */
+void fsck_add_lazy_tests(TCase *tc);
 
 #endif /* MQFS_TESTS_FSCK_FIXTURE_H */

@@ -22,7 +22,7 @@ static unsigned tf_meta_blocks(struct t_fs *t, uint64_t *v, unsigned max)
 	for (uint64_t b = 0; b < blocks && n < max; b++) {
 		const struct mqfs_blk_hdr *h = (void *)t_fs_raw_block(t, b);
 
-		if (h->magic == MQFS_MAGIC && h->type < MQFS_T_JDESC &&
+		if (h->magic == MQFS_MAGIC && mqfs_blk_type_home(h->type) &&
 		    !mqfs_blk_verify(h, h->type, b))
 			v[n++] = b;
 	}
@@ -210,6 +210,7 @@ static const struct {
 	{ MQFS_T_EXTENT, "extent node" },
 	{ MQFS_T_DIR, "directory" },
 	{ MQFS_T_XATTR, "xattr block" },
+	{ MQFS_T_AGINIT, "AG-init map" },
 };
 
 #define TF_SEALED_ROUNDS	40u

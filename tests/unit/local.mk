@@ -156,7 +156,7 @@ tests_unit_test_fsclock_LDADD = $(UNIT_LDADD)
 tests_unit_test_fsck_SOURCES = tests/unit/test_fsck.c \
 	tests/unit/fsck_fixture.h tests/unit/fsck_fixture.c \
 	tests/unit/fsck_damage.c tests/unit/fsck_random.c \
-	tests/unit/fsck_crash.c
+	tests/unit/fsck_crash.c tests/unit/fsck_lazy.c
 tests_unit_test_fsck_CFLAGS = $(FS_UNIT_CFLAGS)
 tests_unit_test_fsck_LDADD = $(UNIT_LDADD)
 tests_unit_test_powerloss_CFLAGS = $(FS_UNIT_CFLAGS)

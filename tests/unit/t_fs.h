@@ -180,4 +180,15 @@ static inline uint8_t *t_fs_raw_block(struct t_fs *t, uint64_t blk)
 	return (uint8_t *)mq_ram_data(t->ram) + blk * MQFS_BLOCK_SIZE;
 }
 
+/* Is raw block @blk all zero? */
+static inline bool t_fs_raw_zero(struct t_fs *t, uint64_t blk)
+{
+	const uint8_t *p = t_fs_raw_block(t, blk);
+
+	for (unsigned i = 0; i < MQFS_BLOCK_SIZE; i++)
+		if (p[i])
+			return false;
+	return true;
+}
+
 #endif /* MQFS_TESTS_T_FS_H */

@@ -372,7 +372,7 @@ START_TEST(test_load_bad_header)
 	int err;
 
 	t_fs_make(&t, T_SIZE);
-	meta = mqfs_fs_ag_meta(t.fs, 2);
+	meta = mqfs_fs_ag_meta(t.fs, 0);	/* the AG mkfs wrote */
 	t_fs_unmount(&t);
 	h = (struct mqfs_ag *)t_fs_raw_block(&t, meta);
 	h->free_blocks = 5000;	/* more than the AG has */
@@ -380,6 +380,118 @@ START_TEST(test_load_bad_header)
 	err = mqfs_mount(t.q, &t.mount, &t.fs);
 	ck_assert_int_eq(err, -EUCLEAN);
 	t.fs = NULL;
+	t_fs_destroy(&t);
+}
+END_TEST
+
+/* ---- lazy AGs (INCOMPAT_LAZY_AGS) ---------------------------------------- */
+
+static void t_fsck_clean(struct t_fs *t)
+{
+	struct mqfs_fsck_opts o = { .mode = MQFS_FSCK_NO, .force = true };
+
+	ck_assert_int_eq(mqfs_fsck(t->q, &o), MQFS_FSCK_OK);
+}
+
+/* Garbage where AG @ag's header and inode table would be: what an
+ * older filesystem on the device may have left there. */
+static void t_poison_ag(struct t_fs *t, uint32_t ag)
+{
+	uint64_t meta = mqfs_fs_ag_meta(t->fs, ag);
+
+	for (uint64_t b = meta; b < meta + 3 + t->fs->itable_blocks; b++)
+		memset(t_fs_raw_block(t, b), 0xa5, MQFS_BLOCK_SIZE);
+}
+
+/*
+ * mkfs writes AG 0 alone; the others count as free without a read (a
+ * garbage header does not stop the mount), and the first allocation in
+ * one initialises it in its transaction: inode table zeroed, header
+ * and bitmaps as mkfs would have made them, its AG-init bit set; the
+ * next mount finds it so, and fsck is clean.  Both allocators.
+ */
+START_TEST(test_lazy_init_first_use)
+{
+	struct t_fs t;
+	struct mqfs_handle h;
+	uint64_t goal, start, free0, ino;
+	uint32_t got, fresh;
+
+	t_fs_make(&t, T_SIZE);
+	ck_assert(!mqfs_ag_uninit(t.fs, 0));
+	for (uint32_t ag = 1; ag < t.fs->ag_count; ag++)
+		ck_assert(mqfs_ag_uninit(t.fs, ag));
+	t_poison_ag(&t, 2);	/* nothing has read them: no cached copy */
+	t_poison_ag(&t, 3);
+	t_fs_remount(&t);
+	goal = t_data_start(t.fs, 2) + 5;
+	ck_assert(t_used(t.fs, mqfs_fs_ag_meta(t.fs, 2)));
+	ck_assert(!t_used(t.fs, goal));
+	free0 = atomic_load(&t.fs->free_blocks);
+	fresh = (uint32_t)(t.fs->ag_blocks - 3 - t.fs->itable_blocks);
+	ck_assert_int_eq(t_alloc(t.fs, goal, 3, &start, &got), 0);
+	ck_assert_uint_eq(start, goal);
+	ck_assert(!mqfs_ag_uninit(t.fs, 2));
+	ck_assert_uint_eq(t_ag_header(t.fs, 2).free_blocks, fresh - 3);
+	ck_assert_uint_eq(atomic_load(&t.fs->free_blocks), free0 - 3);
+	ck_assert(t_fs_raw_zero(&t, mqfs_fs_ag_meta(t.fs, 2) + 3));
+	ck_assert_int_eq(mqfs_trans_start(t.fs, T_CREDITS, &h), 0);
+	ck_assert_int_eq(mqfs_ialloc(&h, 3ull * t.fs->inodes_per_ag + 1,
+				     false, &ino), 0);
+	ck_assert_int_eq(mqfs_trans_stop(&h), 0);
+	ck_assert_uint_eq((ino - 1) / t.fs->inodes_per_ag, 3);
+	ck_assert_uint_eq(t_ag_header(t.fs, 3).free_inodes,
+			  t.fs->inodes_per_ag - 1);
+	ck_assert_int_eq(t_free(t.fs, start, 1), 0);	/* keep 2 */
+	t_fs_remount(&t);
+	ck_assert(!mqfs_ag_uninit(t.fs, 2) && !mqfs_ag_uninit(t.fs, 3));
+	ck_assert(mqfs_ag_uninit(t.fs, 4));
+	t_check_range(t.fs, start + 1, 2, true);
+	ck_assert_uint_eq(t_ag_header(t.fs, 2).free_blocks, fresh - 2);
+	/* The inode's record was never written: only its bit is in use. */
+	ck_assert_int_eq(mqfs_trans_start(t.fs, T_CREDITS, &h), 0);
+	ck_assert_int_eq(mqfs_ifree(&h, ino, false), 0);
+	ck_assert_int_eq(mqfs_trans_stop(&h), 0);
+	ck_assert_int_eq(t_free(t.fs, start + 1, 2), 0);  /* no file owns them */
+	t_fs_unmount(&t);
+	t_fsck_clean(&t);
+	t_fs_destroy(&t);
+}
+END_TEST
+
+/*
+ * Power cut after the transaction that initialised an AG committed: the
+ * replay brings the AG back initialised with the block in use.  Power
+ * cut before it committed: the AG is uninitialised again, as if the
+ * allocation had never been.  fsck is clean both times.
+ */
+START_TEST(test_lazy_init_crash)
+{
+	struct t_fs t;
+	uint64_t committed, lost;
+	uint32_t got;
+
+	t_fs_make_opts(&t, T_SIZE, 0, true);
+	ck_assert_int_eq(t_alloc(t.fs, t_data_start(t.fs, 4), 2, &committed,
+				 &got), 0);
+	ck_assert_int_eq(mqfs_journal_commit(t.fs), 0);
+	ck_assert_int_eq(t_alloc(t.fs, t_data_start(t.fs, 5), 2, &lost,
+				 &got), 0);
+	ck_assert(!mqfs_ag_uninit(t.fs, 5));
+	t_fs_crash(&t);
+	ck_assert(!mqfs_ag_uninit(t.fs, 4));
+	t_check_range(t.fs, committed, 2, true);
+	ck_assert(mqfs_ag_uninit(t.fs, 5));
+	ck_assert(!t_used(t.fs, lost));
+	ck_assert_int_eq(t_free(t.fs, committed, 2), 0);  /* no file owns */
+	t_fs_unmount(&t);
+	t_fsck_clean(&t);
+	t_fs_mount(&t);
+	ck_assert_int_eq(t_alloc(t.fs, lost, 2, &lost, &got), 0);
+	ck_assert(!mqfs_ag_uninit(t.fs, 5));
+	ck_assert_int_eq(t_free(t.fs, lost, 2), 0);
+	t_fs_unmount(&t);
+	t_fsck_clean(&t);
 	t_fs_destroy(&t);
 }
 END_TEST
@@ -475,6 +587,8 @@ static Suite *alloc_suite(void)
 	tcase_add_test(tc, test_ialloc_enospc);
 	tcase_add_test(tc, test_free_invalid);
 	tcase_add_test(tc, test_load_bad_header);
+	tcase_add_test(tc, test_lazy_init_first_use);
+	tcase_add_test(tc, test_lazy_init_crash);
 	tcase_add_test(tc, test_alloc_threads);
 	return s;
 }

@@ -10,10 +10,12 @@
  * that survived.  Random damage to any metadata block, and sealed damage
  * (checksums made valid again) structure by structure.  Crash images:
  * the journal (also one carrying a bad superblock copy) and the orphan
- * list.
+ * list.  Lazy AGs: uninitialised ones never demanded, an extent into
+ * one, the AG-init map damaged.
  *
- * One program from five files: this one (the suite), fsck_damage.c,
- * fsck_random.c and fsck_crash.c (the cases, in this order), sharing
+ * One program from six files: this one (the suite), fsck_damage.c,
+ * fsck_random.c, fsck_crash.c and fsck_lazy.c (the cases, in this
+ * order), sharing
  * fsck_fixture.c/.h.
  */
 #include "fsck_fixture.h"
@@ -27,6 +29,7 @@ static Suite *fsck_suite(void)
 	fsck_add_damage_tests(tc);
 	fsck_add_random_tests(tc);
 	fsck_add_crash_tests(tc);
+	fsck_add_lazy_tests(tc);
 	return s;
 }
 

@@ -6,12 +6,13 @@
  * file and unlink, truncate down and up through a hole, fallocate,
  * xattrs, mkdir and rmdir, dontcache write-behind with fsync, POSIX
  * ACLs: set, chmod, inherited, O_TMPFILE files linked or not,
- * renameat2's exchange and whiteout) is run once on a fault device with
- * a volatile write cache to count its write-like requests (writes and
- * flushes), N.  Then it is run again for every k = 1 .. N + 1 with the
- * power cut just before its kth write (N + 1: after its end), once
- * losing every unflushed sector (LOSE) and once writing a seeded subset
- * of them first (TORN).  After each cut:
+ * renameat2's exchange and whiteout, new directories initialising lazy
+ * AGs) is run once on a fault device with a volatile write cache to
+ * count its write-like requests (writes and flushes), N.  Then it is run
+ * again for every k = 1 .. N + 1 with the power cut just before its kth
+ * write (N + 1: after its end), once losing every unflushed sector
+ * (LOSE) and once writing a seeded subset of them first (TORN).  After
+ * each cut:
  * fsck -n of the image as the cut left it must be clean; the mount
  * (journal replay) must succeed; the root must hold the names of one of
  * the states from the last sync or fsync to the operation the cut hit;
@@ -485,6 +486,24 @@ static void sc_renameat2(struct pl *p)
 	pl_sync(p);
 }
 
+/*
+ * Lazy AGs: a directory goes to the AG with the most free inodes, an
+ * uninitialised one while there is one, whose first use writes it in
+ * the mkdir's transaction; the xattr block then comes from that AG.
+ * Three directories initialise AGs 1, 2 and 3.
+ */
+static void sc_new_ags(struct pl *p)
+{
+	pl_mknod(p, "dir", true);
+	pl_setxattr(p, "dir", "x");
+	pl_mknod(p, "b", true);
+	pl_sync(p);
+	pl_mknod(p, "c", true);
+	pl_setxattr(p, "c", "y");
+	pl_unlink(p, "b");
+	pl_sync(p);
+}
+
 static const struct {
 	const char *name;
 	void (*run)(struct pl *p);
@@ -497,6 +516,7 @@ static const struct {
 	{ "acl", sc_acl },
 	{ "tmpfile", sc_tmpfile },
 	{ "renameat2", sc_renameat2 },
+	{ "new_ags", sc_new_ags },
 };
 
 /* ---- the checks after a cut ------------------------------------------------ */
@@ -673,6 +693,8 @@ static uint64_t pl_count(struct pl *p, unsigned s)
 	pl_scenarios[s].run(p);
 	mq_fault_get_stats(p->t.fault, &b);
 	ck_assert(!p->dead);
+	if (pl_scenarios[s].run == sc_new_ags)
+		ck_assert(!mqfs_ag_uninit(p->t.fs, 3));
 	t_fs_destroy(&p->t);
 	return b.writes - a.writes;
 }

@@ -145,8 +145,11 @@ static void ts_set_feature(struct t_fs *t, unsigned which, uint32_t bits)
 	struct mqfs_super *sb = (struct mqfs_super *)t_fs_raw_block(t, 0);
 	uint32_t *word[3] = { &sb->feature_compat, &sb->feature_ro_compat,
 			      &sb->feature_incompat };
+	/* mkfs's own features (sb_backups, lazy AGs) stay. */
+	const uint32_t keep[3] = { 0, MQFS_FEATURE_RO_COMPAT_SUPP,
+				   MQFS_FEATURE_INCOMPAT_SUPP };
 
-	*word[which] = bits;
+	*word[which] = (*word[which] & keep[which]) | bits;
 	mqfs_blk_seal(sb, MQFS_T_SUPER, 0, sb->hdr.gen);
 }
 
@@ -186,7 +189,7 @@ START_TEST(test_mount_features)
 	ck_assert_int_eq(mqfs_unmount(fs), 0);
 	ck_assert_int_eq(ts_fsck_n(&t), MQFS_FSCK_ERROR);
 	ts_set_feature(&t, 1, 0);
-	ts_set_feature(&t, 2, 1u);
+	ts_set_feature(&t, 2, 1u << 31);
 	ck_assert_int_eq(mqfs_mount(t.q, &t.mount, &fs), -EOPNOTSUPP);
 	ck_assert_int_eq(mqfs_mount(t.q, &ro, &fs), -EOPNOTSUPP);
 	ck_assert_int_eq(ts_fsck_n(&t), MQFS_FSCK_ERROR);
