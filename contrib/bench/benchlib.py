@@ -1,10 +1,12 @@
 # SPDX-License-Identifier: MIT
 """Helpers shared by the Python benchmarks in contrib/bench: building
 another revision beside this tree, mounting mqfs, ext4 on a loop device
-and fuse2fs, the metadata phases (create, stat, unlink of empty files)
-and the record of how a run was made.  Every mount and loop device made
-here is undone by Cleanup, also on a signal."""
-import concurrent.futures, datetime, os, signal, subprocess, sys, time
+and fuse2fs, FUSE over io_uring switched on under the machine's lock,
+the metadata phases (create, stat, unlink of empty files) and the record
+of how a run was made.  Every mount and loop device made here is undone
+by Cleanup, also on a signal."""
+import concurrent.futures, contextlib, datetime, fcntl, os, signal
+import subprocess, sys, time
 
 TOP = os.path.realpath(os.path.join(os.path.dirname(__file__), '..', '..'))
 
@@ -56,6 +58,56 @@ def mkfs_ext4(target, log, extended='nodiscard'):
     """ext4 on @target (an image file or a block device)."""
     run(['mkfs.ext4', '-F', '-q', '-E', extended, target], stdout=log,
         stderr=log)
+
+
+URING_PARAM = '/sys/module/fuse/parameters/enable_uring'
+# Every user of the switch on this machine (tests, benchmarks) takes it.
+URING_LOCK = '/var/tmp/mqfs-enable-uring.lock'
+
+
+def has_fuse_uring():
+    return os.path.exists(URING_PARAM)
+
+
+def _lock_within(fd, wait_s):
+    """flock(LOCK_EX) on @fd, queued behind those waiting already, for
+    at most @wait_s seconds."""
+    def give_up(*_):
+        raise TimeoutError
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        return
+    except BlockingIOError:
+        say('waiting for %s (FUSE over io_uring is in use)' % URING_LOCK)
+    old = signal.signal(signal.SIGALRM, give_up)
+    signal.alarm(wait_s)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+    except TimeoutError:
+        die('%s still held by another user after %d s' % (URING_LOCK,
+                                                          wait_s))
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, old)
+
+
+@contextlib.contextmanager
+def fuse_uring(wait_s=900):
+    """FUSE over io_uring switched on for the block, under the machine's
+    lock, and off (N) again after it; gives up after @wait_s seconds of
+    waiting for the lock."""
+    fd = os.open(URING_LOCK, os.O_RDWR | os.O_CREAT, 0o666)
+    try:
+        _lock_within(fd, wait_s)
+        with open(URING_PARAM, 'w') as f:
+            f.write('Y\n')
+        try:
+            yield
+        finally:
+            with open(URING_PARAM, 'w') as f:
+                f.write('N\n')
+    finally:
+        os.close(fd)
 
 
 META_PHASES = ['create', 'stat', 'stat-cached', 'unlink']
