@@ -8,6 +8,7 @@ EXTRA_DIST += \
 	contrib/bench/inode-memory \
 	contrib/bench/fs-vs-raw \
 	contrib/bench/meta \
+	contrib/bench/trees \
 	contrib/bench/nvme-guest \
 	contrib/bench/uring-vs-fio \
 	contrib/fio/compare-fill.fio \

@@ -1,9 +1,12 @@
 # SPDX-License-Identifier: MIT
 """Helpers shared by the Python benchmarks in contrib/bench: building
 another revision beside this tree, mounting mqfs, ext4 on a loop device
-and fuse2fs, and the record of how a run was made.  Every mount and loop
-device made here is undone by Cleanup, also on a signal."""
-import datetime, os, signal, subprocess, sys, time
+and fuse2fs, FUSE over io_uring switched on under the machine's lock,
+the metadata phases (create, stat, unlink of empty files) and the record
+of how a run was made.  Every mount and loop device made here is undone
+by Cleanup, also on a signal."""
+import concurrent.futures, contextlib, datetime, fcntl, os, signal
+import subprocess, sys, time
 
 TOP = os.path.realpath(os.path.join(os.path.dirname(__file__), '..', '..'))
 
@@ -49,6 +52,98 @@ def build_rev(rev, work, log):
                 ['make', '-j%d' % os.cpu_count(), 'mqfs', 'mkfs.mqfs']):
         run(cmd, cwd=work, stdout=log, stderr=log)
     return work
+
+
+def mkfs_ext4(target, log, extended='nodiscard'):
+    """ext4 on @target (an image file or a block device)."""
+    run(['mkfs.ext4', '-F', '-q', '-E', extended, target], stdout=log,
+        stderr=log)
+
+
+URING_PARAM = '/sys/module/fuse/parameters/enable_uring'
+# Every user of the switch on this machine (tests, benchmarks) takes it.
+URING_LOCK = '/var/tmp/mqfs-enable-uring.lock'
+
+
+def has_fuse_uring():
+    return os.path.exists(URING_PARAM)
+
+
+def _lock_within(fd, wait_s):
+    """flock(LOCK_EX) on @fd, queued behind those waiting already, for
+    at most @wait_s seconds."""
+    def give_up(*_):
+        raise TimeoutError
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        return
+    except BlockingIOError:
+        say('waiting for %s (FUSE over io_uring is in use)' % URING_LOCK)
+    old = signal.signal(signal.SIGALRM, give_up)
+    signal.alarm(wait_s)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+    except TimeoutError:
+        die('%s still held by another user after %d s' % (URING_LOCK,
+                                                          wait_s))
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, old)
+
+
+@contextlib.contextmanager
+def fuse_uring(wait_s=900):
+    """FUSE over io_uring switched on for the block, under the machine's
+    lock, and off (N) again after it; gives up after @wait_s seconds of
+    waiting for the lock."""
+    fd = os.open(URING_LOCK, os.O_RDWR | os.O_CREAT, 0o666)
+    try:
+        _lock_within(fd, wait_s)
+        with open(URING_PARAM, 'w') as f:
+            f.write('Y\n')
+        try:
+            yield
+        finally:
+            with open(URING_PARAM, 'w') as f:
+                f.write('N\n')
+    finally:
+        os.close(fd)
+
+
+META_PHASES = ['create', 'stat', 'stat-cached', 'unlink']
+
+
+def _meta_create(names):
+    for p in names:
+        os.close(os.open(p, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644))
+
+
+def _meta_stat(names):
+    for p in names:
+        os.lstat(p)
+
+
+def _meta_unlink(names):
+    for p in names:
+        os.unlink(p)
+
+
+def meta_phases(dirs, n):
+    """ops/s of each of META_PHASES on @n empty files in each directory of
+    @dirs, one thread per directory, the threads starting each phase
+    together: create (open O_CREAT|O_EXCL, close), stat (the first lstat
+    of each file after the creates), stat again (what the kernel
+    cached), unlink."""
+    names = [[os.path.join(d, 'f%06d' % i) for i in range(n)] for d in dirs]
+    ops = dict(zip(META_PHASES, (_meta_create, _meta_stat, _meta_stat,
+                                 _meta_unlink)))
+    out = {}
+    with concurrent.futures.ThreadPoolExecutor(len(dirs)) as pool:
+        for phase in META_PHASES:
+            t = time.perf_counter()
+            list(pool.map(ops[phase], names))	# raises what a thread did
+            out[phase] = n * len(dirs) / (time.perf_counter() - t)
+    return out
 
 
 def is_mounted(path):
@@ -117,12 +212,12 @@ class Cleanup:
         self.loops.append(dev)
         return dev
 
-    def ext4(self, dev, mnt, mkfs=True):
+    def ext4(self, dev, mnt, mkfs=True, log=None, extended='nodiscard'):
         # The image is written beside the loop device too (fuse2fs, mkfs
         # of mqfs): nothing of the device's page cache may survive that.
         run(['blockdev', '--flushbufs', dev])
         if mkfs:
-            run(['mkfs.ext4', '-F', '-q', '-E', 'nodiscard', dev])
+            mkfs_ext4(dev, log, extended)
         run(['mount', '-t', 'ext4', dev, mnt])
         self.mounts.append(mnt)
 
