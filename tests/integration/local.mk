@@ -23,6 +23,7 @@ FUSE_INTEGRATION_TESTS = \
 	tests/integration/interrupt.sh \
 	tests/integration/killpriv.sh \
 	tests/integration/acl.sh \
+	tests/integration/xattr.sh \
 	tests/integration/exclusive.sh \
 	tests/integration/crash.sh \
 	tests/integration/ionice.sh \
