@@ -45,6 +45,7 @@ libmqfs_a_SOURCES = \
 	%reldir%/fs/fsck_io.c \
 	%reldir%/fs/fsck_repair.c \
 	%reldir%/fs/fsck_super.c \
+	%reldir%/fs/fsck_xattr.c \
 	%reldir%/fs/fspace.c \
 	%reldir%/fs/icache_i.h \
 	%reldir%/fs/inode.c \
@@ -66,7 +67,8 @@ libmqfs_a_SOURCES = \
 	%reldir%/fs/wback.c \
 	%reldir%/fs/wback_flush.c \
 	%reldir%/fs/wback_i.h \
-	%reldir%/fs/xattr.c
+	%reldir%/fs/xattr.c \
+	%reldir%/fs/xattr_chain.c
 
 include %reldir%/fuse/local.mk
 include %reldir%/tools/local.mk

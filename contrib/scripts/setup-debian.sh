@@ -12,7 +12,7 @@
 set -eu
 
 PKGS="build-essential autoconf automake pkg-config libfuse3-dev fuse3 \
-liburing-dev libxxhash-dev check fio python3 libcap2-bin clang acl \
+liburing-dev libxxhash-dev check fio python3 libcap2-bin clang acl attr \
 qemu-system-x86 busybox-static cpio"
 case ${1:-} in
 --bench) PKGS="$PKGS fuse2fs e2fsprogs gnuplot-nox git" ;;

@@ -124,11 +124,18 @@ struct mqfs_super {
  * never written and mean nothing; it is all free but its own metadata
  * and superblock copy.  A reader that took its blocks for AG metadata
  * would read garbage, hence incompat.
+ *
+ * INCOMPAT_XATTR_CHAIN: an inode's attributes may take a chain of xattr
+ * blocks and a value may be split into fragments (FORMAT.md §9); set by
+ * the transaction that first writes either, so an older mqfs, which
+ * would read one block and a value's first fragment, refuses the image.
  */
 #define MQFS_FEATURE_INCOMPAT_LAZY_AGS		0x1u
+#define MQFS_FEATURE_INCOMPAT_XATTR_CHAIN	0x2u
 #define MQFS_FEATURE_COMPAT_SUPP	0u
 #define MQFS_FEATURE_RO_COMPAT_SUPP	MQFS_FEATURE_RO_COMPAT_SB_BACKUPS
-#define MQFS_FEATURE_INCOMPAT_SUPP	MQFS_FEATURE_INCOMPAT_LAZY_AGS
+#define MQFS_FEATURE_INCOMPAT_SUPP	(MQFS_FEATURE_INCOMPAT_LAZY_AGS | \
+					 MQFS_FEATURE_INCOMPAT_XATTR_CHAIN)
 
 /* Allocation group header: the first block of each AG's metadata. */
 struct mqfs_ag {
@@ -251,15 +258,28 @@ struct mqfs_dirent {
 
 /*
  * Extended attribute block: a header, this, then entries packed from
- * byte 40: u8 name_len, u8 reserved, u16 value_len, name (full, such as
- * "user.x"), value, each entry padded to 4 bytes.
+ * byte 40: u8 name_len, u8 frag, u16 value_len, name (full, such as
+ * "user.x"), value, each entry padded to 4 bytes.  A block whose @flags
+ * has MQFS_XATTR_F_NEXT is a link of a chain: its last 8 bytes hold the
+ * next block (0: the end) and its entries stop before them.  @frag 0 is
+ * a whole value; else bits 0-5 are the fragment's index in its value and
+ * MQFS_XATTR_FRAG_MORE says another fragment of it follows in chain
+ * order.  (@count was a u32 once: @flags is its upper half, always 0 in
+ * a block written before chains.)
  */
 struct mqfs_xattr_hdr {
-	uint32_t count;
+	uint16_t count;
+	uint16_t flags;			/* MQFS_XATTR_F_* */
 	uint32_t used;			/* bytes of entries after this header */
 };
 #define MQFS_XATTR_ENTRY_HDR	4u
 #define MQFS_XATTR_SPACE	(MQFS_PAYLOAD - sizeof(struct mqfs_xattr_hdr))
+#define MQFS_XATTR_F_NEXT	0x1u
+#define MQFS_XATTR_NEXT_OFF	(MQFS_BLOCK_SIZE - sizeof(uint64_t))
+#define MQFS_XATTR_LINK_SPACE	(MQFS_XATTR_SPACE - sizeof(uint64_t))
+#define MQFS_XATTR_FRAG_INDEX	0x3fu
+#define MQFS_XATTR_FRAG_MORE	0x80u
+#define MQFS_XATTR_VALUE_MAX	65536u	/* XATTR_SIZE_MAX */
 
 /*
  * Journal.  A transaction is written at journal_start: descriptor blocks,
@@ -303,6 +323,8 @@ _Static_assert(sizeof(struct mqfs_inode) == MQFS_INODE_SIZE, "inode");
 _Static_assert(MQFS_HDR_SIZE + MQFS_INODES_PER_BLOCK * MQFS_INODE_SIZE
 	       <= MQFS_BLOCK_SIZE, "itable");
 _Static_assert(sizeof(struct mqfs_dirent) == MQFS_DIRENT_HDR, "dirent");
+_Static_assert(sizeof(struct mqfs_xattr_hdr) == 8 &&
+	       offsetof(struct mqfs_xattr_hdr, used) == 4, "xattr_hdr");
 _Static_assert(sizeof(struct mqfs_jdesc) == 40, "jdesc");
 _Static_assert(sizeof(struct mqfs_jcommit) == 64, "jcommit");
 

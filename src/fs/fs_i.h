@@ -57,7 +57,11 @@ struct mqfs_ino_ops {
 	/* Finish a truncate a crash cut short (fspace.c, ip->lock held). */
 	int (*truncate)(struct mqfs_fs *fs, struct mqfs_ino *ip,
 			uint64_t size);
-	/* Free a deleted inode's xattr block in @h (xattr.c). */
+	/* Free all but the head of a deleted inode's xattr chain, in
+	 * handles of its own (xattr_chain.c, ip->lock held). */
+	int (*trim_xattrs)(struct mqfs_fs *fs, struct mqfs_ino *ip);
+	/* Free the block left of a deleted inode's xattr chain, in @h
+	 * (xattr_chain.c). */
 	int (*drop_xattrs)(struct mqfs_handle *h, struct mqfs_ino *ip);
 	/* Free a directory's in-core index (dir.c). */
 	void (*free_dir_index)(struct mqfs_ino *dir);
@@ -727,8 +731,13 @@ unsigned mqfs_dir_credits(struct mqfs_fs *fs);
 const char *mqfs_dirent_why_bad(const struct mqfs_dirent *de,
 				uint64_t inode_count);
 
-/* ---- extended attributes (xattr.c) -------------------------------------- */
-/* Implement the public mqfs_*xattr calls; freeing on inode delete: */
+/* ---- extended attributes (xattr.c, stored by xattr_chain.c) ------------- */
+/*
+ * Implement the public mqfs_*xattr calls.  Freeing on inode delete: every
+ * block but the chain's head, a handle each (trim), then the head in the
+ * handle that clears the record (drop).
+ */
+int mqfs_xattr_trim(struct mqfs_fs *fs, struct mqfs_ino *ip);
 int mqfs_xattr_drop(struct mqfs_handle *h, struct mqfs_ino *ip);
 /*
  * File capabilities (security.capability), which a write or truncate by
@@ -759,11 +768,26 @@ int mqfs_xattr_inherit(struct mqfs_handle *h, struct mqfs_ino *dir,
 		       struct mqfs_ino *ip);
 /* Why the (sealed) xattr block @data is unusable, or NULL; fsck too. */
 const char *mqfs_xattr_why_bad(const void *data);
-/* In a valid block's bytes (fsck): the entry of @name, or -ENODATA. */
+/* In a valid block's bytes (fsck): @name's whole value, or -ENODATA. */
 int mqfs_xattr_lookup(void *data, const char *name, const void **value,
 		      size_t *size);
 /* Remove the entry at @off; the entries left. */
 unsigned mqfs_xattr_cut(void *data, unsigned off);
+/* A chain block's next block (0: none); make @data a link to @next. */
+uint64_t mqfs_xattr_next(const void *data);
+void mqfs_xattr_set_next(void *data, uint64_t next);
+/* Entries a value of @size under a name of @len bytes is stored in. */
+unsigned mqfs_xattr_frags(size_t len, size_t size);
+/*
+ * In the (valid) blocks of a chain, in order: remove every fragment of
+ * each value whose fragments are not whole (@changed[i] set for a block
+ * changed), naming it to @report; the values removed.
+ */
+typedef void (*mqfs_xattr_report_fn)(void *arg, const char *name);
+unsigned mqfs_xattr_fix_frags(void *const *blocks, unsigned n, bool *changed,
+			      mqfs_xattr_report_fn report, void *arg);
+/* Credits of storing @size bytes under that name, @old (or -errno) before. */
+unsigned mqfs_xattr_credits(size_t len, size_t size, ssize_t old);
 /*
  * One attribute of @ip by its full @name (@len bytes), ip->lock held
  * (exclusively to change it): for the ACLs of acl_fs.c.
@@ -776,6 +800,9 @@ int mqfs_xattr_set_locked(struct mqfs_handle *h, struct mqfs_ino *ip,
 			  size_t size, int flags);
 int mqfs_xattr_remove_locked(struct mqfs_handle *h, struct mqfs_ino *ip,
 			     const char *name, size_t len);
+/* The names, each NUL-terminated; @size 0 measures (listxattr). */
+ssize_t mqfs_xattr_list_locked(struct mqfs_fs *fs, struct mqfs_ino *ip,
+			       char *list, size_t size);
 
 /* ---- POSIX ACLs (acl_fs.c; the values: acl.c, acl_i.h) ------------------- */
 /* @name is an ACL this mount refuses (noacl): EOPNOTSUPP, else 0. */

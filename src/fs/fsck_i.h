@@ -195,6 +195,15 @@ static inline bool fk_avail(const struct fsck *f, uint64_t blk)
 	       !(f->ag_bad[blk / f->l.ag_blocks] & FK_AG_UNINIT);
 }
 
+/* Can [b, b+n) hold file data, tree or xattr blocks at all? */
+static inline bool fk_data_range(const struct fsck *f, uint64_t b, uint64_t n)
+{
+	uint64_t first = f->l.journal_start + f->l.journal_blocks;
+
+	return n && b >= first && b < f->l.block_count &&
+	       n <= f->l.block_count - 1 - b;
+}
+
 /* fsck allocates (@used) or frees a block / an inode itself. */
 void mqfs_fk_block_change(struct fsck *f, uint64_t blk, bool used);
 void mqfs_fk_inode_change(struct fsck *f, uint64_t ino, bool live, bool dir);
@@ -264,6 +273,18 @@ struct fk_dir *mqfs_fk_dir_find(struct fsck *f, uint64_t ino);
  */
 int mqfs_fk_check_acls(struct fsck *f, uint64_t ino, struct mqfs_inode *d,
 		       void *xblock, bool *dirty, bool *cut);
+
+/* ---- fsck_xattr.c ------------------------------------------------------ */
+
+/*
+ * Check inode @ino's chain of xattr blocks (*dirty when @d changed); its
+ * blocks are counted in *blocks and marked used.
+ */
+int mqfs_fk_check_xattr(struct fsck *f, uint64_t ino, struct mqfs_inode *d,
+			uint64_t *blocks, bool *dirty);
+/* Call @fn on every block of @d's chain, as pass 4 left it. */
+int mqfs_fk_xattr_each(struct fsck *f, const struct mqfs_inode *d,
+		       void (*fn)(struct fsck *f, uint64_t blk));
 
 /* ---- fsck_dir.c -------------------------------------------------------- */
 

@@ -4,8 +4,8 @@
  *
  * Every inode table block is read (in runs) and every live inode
  * checked: its mode, flags, extents (inline or a tree: checksums, node
- * headers, key order and bounds as extent.c keeps them), xattr block and
- * block count.  The blocks each inode claims go into the computed block
+ * headers, key order and bounds as extent.c keeps them), xattr chain
+ * (fsck_xattr.c) and block count.  The blocks each inode claims go into the computed block
  * bitmap; a block claimed a second time is not marked again but its
  * extent is remembered, and mqfs_fk_fix_dups() gives that extent a copy of
  * its own once every claim is known.
@@ -62,15 +62,6 @@ static bool fk_has_extents(const struct mqfs_inode *d)
 	if (d->iflags & MQFS_IF_INLINE_DATA)
 		return false;
 	return S_ISREG(d->mode) || S_ISDIR(d->mode) || S_ISLNK(d->mode);
-}
-
-/* Can [b, b+n) hold file data or tree blocks at all? */
-static bool fk_data_range(const struct fsck *f, uint64_t b, uint64_t n)
-{
-	uint64_t first = f->l.journal_start + f->l.journal_blocks;
-
-	return n && b >= first && b < f->l.block_count &&
-	       n <= f->l.block_count - 1 - b;
 }
 
 static bool fk_range_free(const struct fsck *f, uint64_t b, uint64_t n)
@@ -481,65 +472,9 @@ static void fk_check_special(struct fsck *f, uint64_t ino,
 	*dirty = true;
 }
 
-/*
- * The ACLs of a valid xattr block (fsck_acl.c): the block rewritten
- * when one was cut, dropped when nothing is left in it.
- */
-static int fk_check_xattr_acls(struct fsck *f, uint64_t ino,
-			       struct mqfs_inode *d, uint8_t *buf, bool *dirty)
+static void fk_unmark(struct fsck *f, uint64_t blk)
 {
-	bool cut;
-	int left = mqfs_fk_check_acls(f, ino, d, buf, dirty, &cut);
-
-	if (!cut)
-		return 0;
-	if (left)
-		return mqfs_fk_write(f, d->xattr_blk, buf, MQFS_T_XATTR);
-	d->xattr_blk = 0;
-	*dirty = true;
-	return 0;
-}
-
-/*
- * The xattr block: a valid MQFS_T_XATTR block nobody else claims, whose
- * entries pass the daemon's own rule (mqfs_xattr_why_bad), and its ACLs.
- */
-static int fk_check_xattr(struct fsck *f, uint64_t ino, struct mqfs_inode *d,
-			  uint64_t *blocks, bool *dirty)
-{
-	const char *why = NULL;
-	uint8_t *buf;
-	int err = 0;
-
-	if (!d->xattr_blk)
-		return 0;
-	buf = mqfs_alloc_blocks_mem(1);
-	if (!buf)
-		return -ENOMEM;
-	if (!fk_data_range(f, d->xattr_blk, 1))
-		why = "is outside the data area";
-	else if (fk_used(f, d->xattr_blk))
-		why = "is already in use";
-	else if ((err = mqfs_fk_read_meta(f, d->xattr_blk, MQFS_T_XATTR, buf)))
-		why = err == -EUCLEAN ? "is bad" : NULL;
-	else
-		why = mqfs_xattr_why_bad(buf);
-	if (why) {
-		mqfs_fk_problem(f, FK_UNSAFE, "removed", "inode %llu: xattr "
-				"block %llu %s", (unsigned long long)ino,
-				(unsigned long long)d->xattr_blk, why);
-		d->xattr_blk = 0;
-		*dirty = true;
-		err = 0;
-	} else if (!err) {
-		err = fk_check_xattr_acls(f, ino, d, buf, dirty);
-	}
-	if (!err && d->xattr_blk) {	/* kept */
-		fk_set_used(f, d->xattr_blk, true);
-		(*blocks)++;
-	}
-	free(buf);
-	return err;
+	fk_set_used(f, blk, false);
 }
 
 /* Check live inode @ino in place; *dirty when the record changed. */
@@ -574,7 +509,7 @@ static int fk_check_inode(struct fsck *f, uint64_t ino, struct mqfs_inode *d,
 	if (!err && !S_ISREG(d->mode) && !S_ISDIR(d->mode) && !S_ISLNK(d->mode))
 		fk_check_special(f, ino, d, dirty);
 	if (!err)
-		err = fk_check_xattr(f, ino, d, &xblocks, dirty);
+		err = mqfs_fk_check_xattr(f, ino, d, &xblocks, dirty);
 	if (err)
 		return err;
 	if (S_ISLNK(d->mode) && !(d->iflags & MQFS_IF_INLINE_DATA) &&
@@ -583,7 +518,7 @@ static int fk_check_inode(struct fsck *f, uint64_t ino, struct mqfs_inode *d,
 				"without a target block",
 				(unsigned long long)ino);
 		if (xblocks)
-			fk_set_used(f, d->xattr_blk, false);
+			(void)mqfs_fk_xattr_each(f, d, fk_unmark);
 		memset(d, 0, sizeof(*d));
 		*dirty = true;
 		return 0;

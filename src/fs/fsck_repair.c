@@ -105,6 +105,11 @@ static int fk_release_extent(void *ctx, const struct mqfs_extent *x,
 	return 0;
 }
 
+static void fk_release_xblock(struct fsck *f, uint64_t blk)
+{
+	mqfs_fk_block_change(f, blk, false);
+}
+
 int mqfs_fk_free_inode(struct fsck *f, uint64_t ino)
 {
 	struct fk_release r = { f, ino };
@@ -116,8 +121,9 @@ int mqfs_fk_free_inode(struct fsck *f, uint64_t ino)
 	err = mqfs_fk_extent_iter(f, &d, fk_release_extent, &r);
 	if (err)
 		return err;
-	if (d.xattr_blk)
-		mqfs_fk_block_change(f, d.xattr_blk, false);
+	err = mqfs_fk_xattr_each(f, &d, fk_release_xblock);
+	if (err)
+		return err;
 	memset(&d, 0, sizeof(d));
 	err = mqfs_fk_inode_write(f, ino, &d);
 	if (!err)

@@ -9,7 +9,7 @@
  *
  * Deletion: when the last of the counts that keep an inode cached
  * (inode.c) drops on an inode with no links left, the thread that
- * dropped it frees the data (fspace.c), the xattr block, takes it off
+ * dropped it frees the data (fspace.c), the xattr chain, takes it off
  * the orphan list, clears the record and frees the number.  mqfs_iput
  * therefore must not be called with a transaction handle open or an
  * inode lock held.  If the deletion fails (I/O error, read-only), the
@@ -90,11 +90,12 @@ int mqfs_ic_delete(struct mqfs_fs *fs, struct ic_ent *e)
 
 	/* Before any handle (the lock order): nothing writes it again. */
 	mqfs_ic_lazy_drop(fs->icache, ip);
-	if (ic_has_extents(&ip->d)) {
-		pthread_rwlock_wrlock(&ip->lock);
+	pthread_rwlock_wrlock(&ip->lock);
+	if (ic_has_extents(&ip->d))
 		err = fs->ino_ops->free_data(fs, ip);
-		pthread_rwlock_unlock(&ip->lock);
-	}
+	if (!err && ip->d.xattr_blk)
+		err = fs->ino_ops->trim_xattrs(fs, ip);
+	pthread_rwlock_unlock(&ip->lock);
 	if (!err)
 		err = ic_delete_record(fs, e);
 	if (err)

@@ -114,6 +114,7 @@ static void super_fill_geometry(struct mqfs_fs *fs, const struct mqfs_super *sb)
 static const struct mqfs_ino_ops super_ino_ops = {
 	.free_data = mqfs_file_free_all,
 	.truncate = mqfs_file_truncate,
+	.trim_xattrs = mqfs_xattr_trim,
 	.drop_xattrs = mqfs_xattr_drop,
 	.free_dir_index = mqfs_dir_index_free,
 };

@@ -1,15 +1,12 @@
 // SPDX-License-Identifier: MIT
 /*
- * xattr.c - extended attributes: at most one MQFS_T_XATTR block per
- * inode (d.xattr_blk), entries packed after a small header (FORMAT.md,
- * "Extended attributes").  One block keeps every attribute call to a
- * single metadata read; what does not fit gets ENOSPC, and a value that
- * could never fit, E2BIG.
+ * xattr.c - extended attributes: the calls, the names, and the values
+ * mqfs gives a meaning to.  Where they are stored, a chain of blocks
+ * from d.xattr_blk, is xattr_chain.c's; a value takes up to
+ * XATTR_SIZE_MAX bytes (E2BIG past it) and an inode as many attributes
+ * as the disk has room for.
  *
- * Locking: ip->lock shared to read, exclusive to change; the buffer
- * lock around every look at the block's bytes.  The block is allocated
- * with the first attribute and freed with the last.  d.blocks counts
- * it, like ext4's i_blocks counts its xattr block.
+ * Locking: ip->lock shared to read, exclusive to change.
  *
  * MQFS_CACHE_XATTR (user.mqfs.cache) is the cache policy: only its three
  * values are accepted; new files and directories get their directory's
@@ -28,40 +25,11 @@
 #include "acl_i.h"
 #include "fs_i.h"
 
-#define XA_BASE		(MQFS_HDR_SIZE + sizeof(struct mqfs_xattr_hdr))
-#define XA_ENT_LEN(nl, vl) \
-	((MQFS_XATTR_ENTRY_HDR + (nl) + (vl) + 3u) & ~3u)
-#define XA_CREDITS	5u	/* xattr block, inode, bitmap, AG header, sb */
 #define XA_CANON_SIZE	16u	/* a policy's value in canonical form */
-
-/* The packed entry of format.h; @name is followed by the value. */
-struct xa_ent {
-	uint8_t name_len;
-	uint8_t reserved;
-	uint16_t value_len;
-	char name[];
-};
-_Static_assert(sizeof(struct xa_ent) == MQFS_XATTR_ENTRY_HDR, "xa_ent");
 
 static const char *const xa_prefixes[] = {
 	"user.", "trusted.", "security.", "system.",
 };
-
-static struct mqfs_xattr_hdr *xa_hdr(void *data)
-{
-	return (struct mqfs_xattr_hdr *)((char *)data + MQFS_HDR_SIZE);
-}
-
-/* Entry at byte @off of the entry area. */
-static struct xa_ent *xa_ent(void *data, unsigned off)
-{
-	return (struct xa_ent *)((char *)data + XA_BASE + off);
-}
-
-static unsigned xa_len(const struct xa_ent *e)
-{
-	return XA_ENT_LEN(e->name_len, e->value_len);
-}
 
 /* Full names only, in a namespace the kernel knows; 0 or -errno. */
 static int xa_check_name(const char *name, size_t *len)
@@ -78,201 +46,6 @@ static int xa_check_name(const char *name, size_t *len)
 			return *len > plen ? 0 : -EINVAL;
 	}
 	return -EOPNOTSUPP;
-}
-
-/*
- * Do the header and the entries agree?  (The checksum was verified.)
- * Pure, on the block's bytes: fsck applies the same rule, so a block
- * the daemon refuses is one fsck repairs.
- */
-const char *mqfs_xattr_why_bad(const void *data)
-{
-	const struct mqfs_xattr_hdr *xh = xa_hdr((void *)data);
-	unsigned off = 0, i;
-
-	if (!xh->count || xh->used > MQFS_XATTR_SPACE)
-		return "has impossible counts";
-	for (i = 0; i < xh->count; i++) {
-		const struct xa_ent *e = xa_ent((void *)data, off);
-
-		if (off + MQFS_XATTR_ENTRY_HDR > xh->used)
-			return "has fewer entries than it counts";
-		if (!e->name_len || off + xa_len(e) > xh->used)
-			return "has an entry that runs past its end";
-		off += xa_len(e);
-	}
-	return off == xh->used ? NULL : "has more bytes than its entries";
-}
-
-static int xa_verify(struct mqfs_fs *fs, struct mqfs_ino *ip,
-		     struct mqfs_buf *b)
-{
-	const char *why = mqfs_xattr_why_bad(b->data);
-
-	if (!why)
-		return 0;
-	mqfs_fs_error(fs, b->blocknr, "xattr: inode %llu: the block %s",
-		      (unsigned long long)ip->ino, why);
-	return -EUCLEAN;
-}
-
-/* Offset of the entry called @name, or -ENODATA. */
-static int xa_find(void *data, const char *name, size_t len)
-{
-	const struct mqfs_xattr_hdr *xh = xa_hdr(data);
-	unsigned off;
-
-	for (off = 0; off < xh->used; off += xa_len(xa_ent(data, off))) {
-		const struct xa_ent *e = xa_ent(data, off);
-
-		if (e->name_len == len && !memcmp(e->name, name, len))
-			return (int)off;
-	}
-	return -ENODATA;
-}
-
-/* Read, lock and check the inode's attribute block. */
-static int xa_read_locked(struct mqfs_fs *fs, struct mqfs_ino *ip,
-			  struct mqfs_buf **out)
-{
-	int err;
-
-	if (!ip->d.xattr_blk)
-		return -ENODATA;
-	err = mqfs_buf_read(fs, ip->d.xattr_blk, MQFS_T_XATTR, out);
-	if (err)
-		return err;
-	mqfs_buf_lock(*out);
-	err = xa_verify(fs, ip, *out);
-	if (err) {
-		mqfs_buf_unlock(*out);
-		mqfs_buf_put(*out);
-	}
-	return err;
-}
-
-static void xa_release(struct mqfs_buf *b)
-{
-	mqfs_buf_unlock(b);
-	mqfs_buf_put(b);
-}
-
-static void xa_append(void *data, const char *name, size_t len,
-		      const void *value, size_t size)
-{
-	struct mqfs_xattr_hdr *xh = xa_hdr(data);
-	struct xa_ent *e = xa_ent(data, xh->used);
-	unsigned elen = XA_ENT_LEN(len, size);
-
-	e->name_len = (uint8_t)len;
-	e->reserved = 0;
-	e->value_len = (uint16_t)size;
-	memcpy(e->name, name, len);
-	if (size)
-		memcpy(e->name + len, value, size);
-	memset(e->name + len + size, 0,
-	       elen - MQFS_XATTR_ENTRY_HDR - len - size);
-	xh->used += elen;
-	xh->count++;
-}
-
-static void xa_delete(void *data, unsigned off)
-{
-	struct mqfs_xattr_hdr *xh = xa_hdr(data);
-	unsigned elen = xa_len(xa_ent(data, off));
-	char *at = (char *)xa_ent(data, off);
-
-	memmove(at, at + elen, xh->used - off - elen);
-	xh->used -= elen;
-	xh->count--;
-	memset((char *)xa_ent(data, xh->used), 0, elen);
-}
-
-/* The value of @name in the (valid) block @data: its entry's offset. */
-int mqfs_xattr_lookup(void *data, const char *name, const void **value,
-		      size_t *size)
-{
-	int off = xa_find(data, name, strlen(name));
-	const struct xa_ent *e;
-
-	if (off < 0)
-		return off;
-	e = xa_ent(data, (unsigned)off);
-	*value = e->name + e->name_len;
-	*size = e->value_len;
-	return off;
-}
-
-/* Remove the entry at @off of @data (fsck: the daemon has its own path). */
-unsigned mqfs_xattr_cut(void *data, unsigned off)
-{
-	xa_delete(data, off);
-	return xa_hdr(data)->count;
-}
-
-/* ---- set --------------------------------------------------------------- */
-
-static int xa_new_block(struct mqfs_handle *h, struct mqfs_ino *ip,
-			const char *name, size_t len, const void *value,
-			size_t size)
-{
-	struct mqfs_fs *fs = h->fs;
-	uint64_t goal = (ip->ino - 1) / fs->inodes_per_ag * (uint64_t)fs->ag_blocks;
-	struct mqfs_buf *b;
-	uint64_t blk;
-	uint32_t got;
-	int err = mqfs_alloc_blocks(h, goal, 1, &blk, &got);
-
-	if (err)
-		return err;
-	err = mqfs_buf_new(fs, blk, MQFS_T_XATTR, &b);
-	if (err) {
-		mqfs_free_blocks(h, blk, 1);
-		return err;
-	}
-	mqfs_buf_lock(b);
-	xa_append(b->data, name, len, value, size);
-	mqfs_trans_dirty(h, b);
-	xa_release(b);
-	pthread_mutex_lock(&ip->meta_lock);	/* mqfs_inode_stat reads it */
-	ip->d.xattr_blk = blk;
-	ip->d.blocks++;
-	pthread_mutex_unlock(&ip->meta_lock);
-	return 0;
-}
-
-int mqfs_xattr_set_locked(struct mqfs_handle *h, struct mqfs_ino *ip,
-			 const char *name, size_t len, const void *value,
-			 size_t size, int flags)
-{
-	struct mqfs_buf *b;
-	unsigned old = 0;
-	int off, err;
-
-	if (!ip->d.xattr_blk)
-		return flags & XATTR_REPLACE ? -ENODATA :
-		       xa_new_block(h, ip, name, len, value, size);
-	err = xa_read_locked(h->fs, ip, &b);
-	if (err)
-		return err;
-	off = xa_find(b->data, name, len);
-	if (off >= 0 && (flags & XATTR_CREATE))
-		err = -EEXIST;
-	else if (off < 0 && (flags & XATTR_REPLACE))
-		err = -ENODATA;
-	if (off >= 0)
-		old = xa_len(xa_ent(b->data, (unsigned)off));
-	if (!err && xa_hdr(b->data)->used - old + XA_ENT_LEN(len, size) >
-		    MQFS_XATTR_SPACE)
-		err = -ENOSPC;
-	if (!err) {
-		if (off >= 0)
-			xa_delete(b->data, (unsigned)off);
-		xa_append(b->data, name, len, value, size);
-		mqfs_trans_dirty(h, b);
-	}
-	xa_release(b);
-	return err;
 }
 
 /* ---- the cache policy ---------------------------------------------------- */
@@ -512,10 +285,28 @@ static int xa_check_value(struct mqfs_fs *fs, const char *name,
 	return mqfs_acl_check(fs, mqfs_acl_type(name), *value, *size);
 }
 
-/* *allocs: the attempt needed a new block (its ENOSPC may pass). */
+/* The credits of setting @name to @size bytes, or removing it (0). */
+static unsigned xa_credits_locked(struct mqfs_fs *fs, struct mqfs_ino *ip,
+				  const char *name, size_t len, size_t size)
+{
+	ssize_t old = mqfs_xattr_get_locked(fs, ip, name, len, NULL, 0);
+
+	return mqfs_xattr_credits(len, size, old);
+}
+
+/* What no inode could store: a value past XATTR_SIZE_MAX, a long ACL. */
+static int xa_check_size(const char *name, size_t len, size_t size)
+{
+	if (size > MQFS_XATTR_VALUE_MAX)
+		return -E2BIG;
+	/* An ACL is one whole entry, which fsck's check reads in place. */
+	if (mqfs_acl_type(name) && mqfs_xattr_frags(len, size) > 1)
+		return -E2BIG;
+	return 0;
+}
+
 static int xa_set_once(struct mqfs_fs *fs, uint64_t ino, const char *name,
-		       const void *value, size_t size, int flags,
-		       bool *allocs)
+		       const void *value, size_t size, int flags)
 {
 	enum mqfs_cache_mode policy = MQFS_CACHE_UNSET;
 	int how = flags & ~MQFS_XATTR_ACL_KILL_SGID, acl = mqfs_acl_type(name);
@@ -530,9 +321,8 @@ static int xa_set_once(struct mqfs_fs *fs, uint64_t ino, const char *name,
 	if (!err && ((how & ~(XATTR_CREATE | XATTR_REPLACE)) ||
 		     how == (XATTR_CREATE | XATTR_REPLACE)))
 		err = -EINVAL;
-	if (!err && (size > MQFS_XATTR_SPACE ||
-		     XA_ENT_LEN(len, size) > MQFS_XATTR_SPACE))
-		err = -E2BIG;
+	if (!err)
+		err = xa_check_size(name, len, size);
 	if (!err)
 		err = mqfs_fs_writable(fs);
 	if (!err)
@@ -540,8 +330,8 @@ static int xa_set_once(struct mqfs_fs *fs, uint64_t ino, const char *name,
 	if (err)
 		return err;
 	pthread_rwlock_wrlock(&ip->lock);
-	*allocs = !ip->d.xattr_blk;
-	err = mqfs_trans_start(fs, XA_CREDITS, &h);
+	err = mqfs_trans_start(fs, xa_credits_locked(fs, ip, name, len, size),
+			       &h);
 	if (!err) {
 		err = acl ? mqfs_acl_set_locked(&h, ip, acl, value, size, flags)
 			  : mqfs_xattr_set_locked(&h, ip, name, len, value,
@@ -556,42 +346,13 @@ static int xa_set_once(struct mqfs_fs *fs, uint64_t ino, const char *name,
 int mqfs_setxattr(struct mqfs_fs *fs, uint64_t ino, const char *name,
 		  const void *value, size_t size, int flags)
 {
-	bool retried = false, allocs = false;
+	bool retried = false;
 	int err;
 
-	/* A full xattr block is ENOSPC too, and no commit frees room in it. */
 	do
-		err = xa_set_once(fs, ino, name, value, size, flags, &allocs);
-	while (allocs && mqfs_retry_enospc(fs, err, &retried));
+		err = xa_set_once(fs, ino, name, value, size, flags);
+	while (mqfs_retry_enospc(fs, err, &retried));
 	return err;
-}
-
-/* ---- get and list ------------------------------------------------------ */
-
-ssize_t mqfs_xattr_get_locked(struct mqfs_fs *fs, struct mqfs_ino *ip,
-			     const char *name, size_t len, void *value,
-			     size_t size)
-{
-	struct mqfs_buf *b;
-	ssize_t ret;
-	int off = xa_read_locked(fs, ip, &b);
-
-	if (off)
-		return off;
-	off = xa_find(b->data, name, len);
-	if (off < 0) {
-		ret = off;
-	} else {
-		const struct xa_ent *e = xa_ent(b->data, (unsigned)off);
-
-		ret = e->value_len;
-		if (size && size < e->value_len)
-			ret = -ERANGE;
-		else if (size)
-			memcpy(value, e->name + e->name_len, e->value_len);
-	}
-	xa_release(b);
-	return ret;
 }
 
 ssize_t mqfs_getxattr(struct mqfs_fs *fs, uint64_t ino, const char *name,
@@ -615,37 +376,6 @@ ssize_t mqfs_getxattr(struct mqfs_fs *fs, uint64_t ino, const char *name,
 	return ret;
 }
 
-/* Names, each NUL-terminated; @size 0 only measures. */
-static ssize_t xa_list_locked(struct mqfs_fs *fs, struct mqfs_ino *ip,
-			      char *list, size_t size)
-{
-	struct mqfs_buf *b;
-	size_t total = 0;
-	unsigned off;
-	int err = xa_read_locked(fs, ip, &b);
-
-	if (err)
-		return err == -ENODATA ? 0 : err;
-	for (off = 0; off < xa_hdr(b->data)->used;
-	     off += xa_len(xa_ent(b->data, off))) {
-		const struct xa_ent *e = xa_ent(b->data, off);
-
-		if (mqfs_acl_hidden(fs, e->name, e->name_len))
-			continue;
-		if (size && total + e->name_len + 1 > size) {
-			xa_release(b);
-			return -ERANGE;
-		}
-		if (size) {
-			memcpy(list + total, e->name, e->name_len);
-			list[total + e->name_len] = '\0';
-		}
-		total += e->name_len + 1u;
-	}
-	xa_release(b);
-	return (ssize_t)total;
-}
-
 ssize_t mqfs_listxattr(struct mqfs_fs *fs, uint64_t ino, char *list,
 		       size_t size)
 {
@@ -656,51 +386,10 @@ ssize_t mqfs_listxattr(struct mqfs_fs *fs, uint64_t ino, char *list,
 	if (err)
 		return err;
 	pthread_rwlock_rdlock(&ip->lock);
-	ret = xa_list_locked(fs, ip, list, size);
+	ret = mqfs_xattr_list_locked(fs, ip, list, size);
 	pthread_rwlock_unlock(&ip->lock);
 	mqfs_iput(fs, ip);
 	return ret;
-}
-
-/* ---- remove ------------------------------------------------------------ */
-
-/* Give the block back (last attribute gone, or the inode is deleted). */
-static int xa_free_block(struct mqfs_handle *h, struct mqfs_ino *ip)
-{
-	uint64_t blk = ip->d.xattr_blk;
-	int err = mqfs_free_blocks(h, blk, 1);
-
-	if (err)
-		return err;
-	mqfs_buf_forget(h->fs, blk);
-	pthread_mutex_lock(&ip->meta_lock);	/* mqfs_inode_stat reads it */
-	ip->d.xattr_blk = 0;
-	if (ip->d.blocks)
-		ip->d.blocks--;
-	pthread_mutex_unlock(&ip->meta_lock);
-	return 0;
-}
-
-int mqfs_xattr_remove_locked(struct mqfs_handle *h, struct mqfs_ino *ip,
-			    const char *name, size_t len)
-{
-	struct mqfs_buf *b;
-	bool last = false;
-	int off = xa_read_locked(h->fs, ip, &b);
-
-	if (off)
-		return off;
-	off = xa_find(b->data, name, len);
-	if (off >= 0 && xa_hdr(b->data)->count == 1) {
-		last = true;	/* the block goes; leave its bytes alone */
-	} else if (off >= 0) {
-		xa_delete(b->data, (unsigned)off);
-		mqfs_trans_dirty(h, b);
-	}
-	xa_release(b);
-	if (off < 0)
-		return off;
-	return last ? xa_free_block(h, ip) : 0;
 }
 
 int mqfs_removexattr(struct mqfs_fs *fs, uint64_t ino, const char *name)
@@ -719,7 +408,8 @@ int mqfs_removexattr(struct mqfs_fs *fs, uint64_t ino, const char *name)
 	if (err)
 		return err;
 	pthread_rwlock_wrlock(&ip->lock);
-	err = ip->d.xattr_blk ? mqfs_trans_start(fs, XA_CREDITS, &h) : -ENODATA;
+	err = ip->d.xattr_blk ? mqfs_trans_start(fs,
+			xa_credits_locked(fs, ip, name, len, 0), &h) : -ENODATA;
 	if (!err) {
 		err = mqfs_xattr_remove_locked(&h, ip, name, len);
 		err = xa_done(&h, ip, err, name, true, MQFS_CACHE_UNSET);
@@ -729,12 +419,6 @@ int mqfs_removexattr(struct mqfs_fs *fs, uint64_t ino, const char *name)
 	return err;
 }
 
-/* The inode is being deleted: free its block; the caller writes @ip. */
-int mqfs_xattr_drop(struct mqfs_handle *h, struct mqfs_ino *ip)
-{
-	return ip->d.xattr_blk ? xa_free_block(h, ip) : 0;
-}
-
 int mqfs_xattr_kill_caps(struct mqfs_fs *fs, struct mqfs_ino *ip)
 {
 	struct mqfs_handle h;
@@ -742,7 +426,8 @@ int mqfs_xattr_kill_caps(struct mqfs_fs *fs, struct mqfs_ino *ip)
 
 	if (!mqfs_xattr_has_caps(fs, ip))
 		return 0;
-	err = mqfs_trans_start(fs, XA_CREDITS, &h);
+	err = mqfs_trans_start(fs, xa_credits_locked(fs, ip, XA_CAPS_NAME,
+				strlen(XA_CAPS_NAME), 0), &h);
 	if (err)
 		return err;
 	err = mqfs_xattr_remove_locked(&h, ip, XA_CAPS_NAME,

@@ -6,7 +6,8 @@
  * The first byte of an input chooses what the rest is:
  *   0: a block for the parsers: the superblock rules (and its copies'
  *      places), the journal-copy rule, an inode table block's records,
- *      a directory block's entries, an xattr block and the POSIX ACLs
+ *      a directory block's entries, an xattr block (as a chain of one:
+ *      its link, its fragments checked whole) and the POSIX ACLs
  *      in it, and the bytes as one ACL value.  Sealed first when
  *      the second byte is odd, so that the checksum lets the meaning
  *      through (the damage a checksum cannot see).
@@ -74,16 +75,23 @@ static void fz_acl(const void *data, size_t size)
 		abort();
 }
 
-/* The ACLs of a valid xattr block. */
+/* A valid xattr block as a chain of one, and the ACLs in it. */
 static void fz_xattr_acls(uint8_t *blk)
 {
 	static const char *const names[] = { MQFS_ACL_ACCESS_XATTR,
 					     MQFS_ACL_DEFAULT_XATTR };
+	void *chain[1] = { blk };
+	bool changed = false;
 	const void *v;
 	size_t n;
 
 	if (mqfs_xattr_why_bad(blk))
 		return;
+	(void)mqfs_xattr_next(blk);
+	(void)mqfs_xattr_fix_frags(chain, 1, &changed, NULL, NULL);
+	if (mqfs_xattr_why_bad(blk) && ((const struct mqfs_xattr_hdr *)
+					(blk + MQFS_HDR_SIZE))->count)
+		abort();	/* what is left of a valid block stays valid */
 	for (unsigned i = 0; i < MQ_ARRAY_SIZE(names); i++)
 		if (mqfs_xattr_lookup(blk, names[i], &v, &n) >= 0)
 			fz_acl(v, n);
@@ -216,7 +224,8 @@ static void fz_image(const uint8_t *data, size_t size)
 }
 
 /* A pristine image: directories, small and large files, a symlink,
- * xattrs, a big directory, a removed file. */
+ * xattrs (one file's a chain of blocks with a fragmented value), a big
+ * directory, a removed file. */
 static void fz_make(void)
 {
 	struct mqfs_mkfs_opts mk = { .ag_blocks = FZ_AG_BLOCKS,
@@ -246,6 +255,13 @@ static void fz_make(void)
 		if (i % 5 == 0)
 			(void)mqfs_setxattr(fs, e.ino, "user.k", data, 30 + i,
 					    0);
+		for (int k = 0; i == 1 && k < 150; k++) {
+			snprintf(name, sizeof(name), "user.chain.%03d", k);
+			(void)mqfs_setxattr(fs, e.ino, name, data + k, 40, 0);
+		}
+		if (i == 1)
+			(void)mqfs_setxattr(fs, e.ino, "user.big", data,
+					    sizeof(data), 0);
 		mqfs_forget(fs, e.ino, 1);
 	}
 	(void)mqfs_unlink(fs, d.ino, "file-with-a-long-name-007");

@@ -25,6 +25,7 @@ FUSE_INTEGRATION_TESTS = \
 	tests/integration/acl.sh \
 	tests/integration/clock.sh \
 	tests/integration/atime.sh \
+	tests/integration/xattr.sh \
 	tests/integration/exclusive.sh \
 	tests/integration/crash.sh \
 	tests/integration/ionice.sh \

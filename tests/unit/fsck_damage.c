@@ -4,11 +4,11 @@
  * image passes untouched, a device without mqfs is refused; each kind of
  * damage (superblock and its copies, inode table, directory block,
  * bitmap, link count, the next inode generation, extent outside the fs,
- * doubly claimed block, a resealed xattr entry, corruption the daemon
- * refuses to serve, an extent tree block) is reported by -n without a
- * write, repaired by -y (or -p when safe), and the repaired image checks
- * clean and still reads the files that survived; and the image churn
- * leaves is clean.
+ * doubly claimed block, a resealed xattr entry, a broken chain of xattr
+ * blocks or value fragments, corruption the daemon refuses to serve, an
+ * extent tree block) is reported by -n without a write, repaired by -y
+ * (or -p when safe), and the repaired image checks clean and still
+ * reads the files that survived; and the image churn leaves is clean.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -318,6 +318,14 @@ START_TEST(test_extent_outside)
 }
 END_TEST
 
+/* Block @blk damaged: reseal it, fsck -y, mount what is left. */
+static void tf_repair_mount(struct tf *x, uint64_t blk)
+{
+	tf_reseal(&x->t, blk);
+	tf_repair(x, MQFS_FSCK_YES);
+	t_fs_mount(&x->t);
+}
+
 /*
  * An xattr entry damaged and the block resealed (name_len 0, value_len
  * past the end, one entry more counted): the daemon refuses the block,
@@ -355,14 +363,77 @@ START_TEST(test_xattr_entry)
 		xh->count++;
 		break;
 	}
-	tf_reseal(&x.t, blk);
-	tf_repair(&x, MQFS_FSCK_YES);
-	t_fs_mount(&x.t);
+	tf_repair_mount(&x, blk);
 	ck_assert_int_eq(mqfs_getxattr(x.t.fs, x.b, "user.one", got,
 				       sizeof(got)), -ENODATA);
 	ck_assert_int_eq(mqfs_setxattr(x.t.fs, x.b, "user.one", val,
 				       sizeof(val), 0), 0);
 	ck_assert(!mqfs_is_readonly(x.t.fs));
+	ck_assert(tf_file_is(&x.t, x.b, 101, MQFS_BLOCK_SIZE));
+	tf_destroy(&x);
+}
+END_TEST
+
+/* Block @n (0: the head) of inode @ino's xattr chain. */
+static uint64_t tf_xchain_blk(struct t_fs *t, uint64_t ino, unsigned n)
+{
+	uint64_t blk = tf_inode(t, ino)->xattr_blk;
+
+	while (n--)
+		blk = mqfs_xattr_next(t_fs_raw_block(t, blk));
+	ck_assert_uint_ne(blk, 0);
+	return blk;
+}
+
+/*
+ * A chain of xattr blocks (a 20000-byte value in 5 fragment blocks at
+ * the head, 150 small attributes after them) damaged and resealed: a
+ * link out of the filesystem (case 0: the chain is cut after the head,
+ * and the value, no longer whole, goes with it), a fragment out of
+ * order (case 1: the value goes, the small ones stay), a cycle (case
+ * 2: cut where it closes).  fsck -y repairs each and the mount serves
+ * the rest; fsck finds nothing after it.
+ */
+START_TEST(test_xattr_chain)
+{
+	static char big[20000], got[sizeof(big)];
+	struct tf x;
+	uint64_t blk;
+	uint8_t *b;
+	char name[32];
+
+	for (size_t i = 0; i < sizeof(big); i++)
+		big[i] = (char)(i % 251);
+	tf_populate(&x);
+	t_fs_mount(&x.t);
+	for (int k = 0; k < 150; k++) {
+		snprintf(name, sizeof(name), "user.s.%03d", k);
+		ck_assert_int_eq(mqfs_setxattr(x.t.fs, x.b, name, big + k, 50,
+					       0), 0);
+	}
+	ck_assert_int_eq(mqfs_setxattr(x.t.fs, x.b, "user.big", big,
+				       sizeof(big), 0), 0);
+	t_fs_unmount(&x.t);
+	tf_check_n(&x, MQFS_FSCK_OK);
+	blk = tf_xchain_blk(&x.t, x.b, _i == 2 ? 2 : _i);
+	b = t_fs_raw_block(&x.t, blk);
+	if (_i == 0)
+		mqfs_xattr_set_next(b, tf_sb(&x.t)->block_count + 5);
+	else if (_i == 1)
+		b[MQFS_HDR_SIZE + sizeof(struct mqfs_xattr_hdr) + 1] = 0x83;
+	else
+		mqfs_xattr_set_next(b, tf_xchain_blk(&x.t, x.b, 0));
+	tf_repair_mount(&x, blk);
+	ck_assert_int_eq(mqfs_getxattr(x.t.fs, x.b, "user.big", got,
+				       sizeof(got)), -ENODATA);
+	ck_assert_int_eq(mqfs_getxattr(x.t.fs, x.b, "user.s.000", got,
+				       sizeof(got)), _i == 1 ? 50 : -ENODATA);
+	ck_assert_int_eq(mqfs_setxattr(x.t.fs, x.b, "user.big", big,
+				       sizeof(big), 0), 0);
+	ck_assert(!mqfs_is_readonly(x.t.fs));
+	t_fs_unmount(&x.t);
+	tf_check_n(&x, MQFS_FSCK_OK);
+	t_fs_mount(&x.t);
 	ck_assert(tf_file_is(&x.t, x.b, 101, MQFS_BLOCK_SIZE));
 	tf_destroy(&x);
 }
@@ -636,6 +707,7 @@ void fsck_add_damage_tests(TCase *tc)
 	tcase_add_test(tc, test_extent_outside);
 	tcase_add_test(tc, test_double_claim);
 	tcase_add_loop_test(tc, test_xattr_entry, 0, 3);
+	tcase_add_loop_test(tc, test_xattr_chain, 0, 3);
 	tcase_add_loop_test(tc, test_acl_stored, 0, 3);
 	tcase_add_loop_test(tc, test_served_corruption, 0, 6);
 	tcase_add_test(tc, test_extent_tree_block);

@@ -4,10 +4,11 @@
  *
  * Each scenario (create and write, overwrite and append, rename over a
  * file and unlink, truncate down and up through a hole, fallocate,
- * xattrs, mkdir and rmdir, dontcache write-behind with fsync, POSIX
- * ACLs: set, chmod, inherited, O_TMPFILE files linked or not,
- * renameat2's exchange and whiteout, new directories initialising lazy
- * AGs) is run once on a fault device with a volatile write cache to
+ * xattrs, a chain of xattr blocks with a value of XATTR_SIZE_MAX
+ * replaced and removed, mkdir and rmdir, dontcache write-behind with
+ * fsync, POSIX ACLs: set, chmod, inherited, O_TMPFILE files linked or
+ * not, renameat2's exchange and whiteout, new directories initialising
+ * lazy AGs) is run once on a fault device with a volatile write cache to
  * count its write-like requests (writes and flushes), N.  Then it is run
  * again for every k = 1 .. N + 1 with the power cut just before its kth
  * write (N + 1: after its end), once losing every unflushed sector
@@ -46,6 +47,9 @@
 #define PL_FILE_MAX	(64 * 1024)
 #define PL_SNAPS	48
 #define PL_XATTR	"user.k"
+#define PL_BIG		"user.big"	/* up to XATTR_SIZE_MAX */
+#define PL_MANY_FMT	"user.many.%04u"	/* a chain's worth */
+#define PL_MANY_VALUE	"a value of a chained attribute"
 
 static const char *const pl_name[PL_NAMES] = { "a", "b", "c", "d", "dir" };
 
@@ -54,6 +58,8 @@ struct pl_ent {
 	uint32_t size;
 	uint8_t xlen;			/* 0: no user.k */
 	uint8_t x[16];
+	uint32_t big, big_seed;		/* user.big's size (0: none) */
+	uint32_t many;			/* user.many.0000 .. many - 1 */
 	uint8_t data[PL_FILE_MAX];
 };
 
@@ -256,6 +262,63 @@ static void pl_removexattr(struct pl *p, const char *name)
 	pl_push(p);
 	(void)pl_failed(p, mqfs_removexattr(p->t.fs, pl_ino(p, name),
 					    PL_XATTR), "removexattr");
+}
+
+static void pl_big_value(uint32_t seed, uint32_t size, uint8_t *v)
+{
+	for (uint32_t i = 0; i < size; i++) {
+		seed = seed * 1103515245u + 12345u;
+		v[i] = (uint8_t)(seed >> 16);
+	}
+}
+
+/* user.big set to @size bytes made from @seed, or removed (@size 0). */
+static void pl_set_big(struct pl *p, const char *name, uint32_t size,
+		       uint32_t seed)
+{
+	static uint8_t v[MQFS_XATTR_VALUE_MAX];
+	struct pl_ent *e = &p->cur.e[pl_idx(name)];
+	uint64_t ino = pl_ino(p, name);
+
+	if (p->dead)
+		return;
+	e->big = size;
+	e->big_seed = seed;
+	pl_push(p);
+	pl_big_value(seed, size, v);
+	(void)pl_failed(p, size ? mqfs_setxattr(p->t.fs, ino, PL_BIG, v,
+						size, 0) :
+			mqfs_removexattr(p->t.fs, ino, PL_BIG), "user.big");
+}
+
+static void pl_many_one(struct pl *p, uint64_t ino, uint32_t i, bool add)
+{
+	char x[32];
+
+	snprintf(x, sizeof(x), PL_MANY_FMT, i);
+	(void)pl_failed(p, add ? mqfs_setxattr(p->t.fs, ino, x, PL_MANY_VALUE,
+					       sizeof(PL_MANY_VALUE), 0) :
+			mqfs_removexattr(p->t.fs, ino, x), "user.many");
+}
+
+/*
+ * user.many.* grown or shrunk to @n attributes, one call each, at the
+ * end: a cut leaves a count between the two (pl_check_many).
+ */
+static void pl_set_many(struct pl *p, const char *name, uint32_t n)
+{
+	struct pl_ent *e = &p->cur.e[pl_idx(name)];
+	uint64_t ino = pl_ino(p, name);
+	uint32_t from = e->many;
+
+	if (p->dead)
+		return;
+	e->many = n;
+	pl_push(p);
+	for (uint32_t i = from; i < n && !p->dead; i++)
+		pl_many_one(p, ino, i, true);
+	for (uint32_t i = from; i-- > n && !p->dead;)
+		pl_many_one(p, ino, i, false);
 }
 
 /* POSIX ACL operations (mode and ACL: fsck's to judge, see the top). */
@@ -470,6 +533,23 @@ static void sc_tmpfile(struct pl *p)
 	pl_sync(p);
 }
 
+/* A chain of blocks, a fragmented value replaced and removed, unlink. */
+static void sc_xattr_chain(struct pl *p)
+{
+	pl_mknod(p, "a", false);
+	pl_set_many(p, "a", 200);
+	pl_set_big(p, "a", MQFS_XATTR_VALUE_MAX, 1);
+	pl_sync(p);
+	pl_set_big(p, "a", MQFS_XATTR_VALUE_MAX - 5000, 2);
+	pl_set_many(p, "a", 120);
+	pl_sync(p);
+	pl_set_big(p, "a", 0, 0);
+	pl_sync(p);
+	pl_set_big(p, "a", 20000, 3);
+	pl_unlink(p, "a");
+	pl_sync(p);
+}
+
 static void sc_renameat2(struct pl *p)
 {
 	pl_mknod(p, "a", false);
@@ -517,6 +597,7 @@ static const struct {
 	{ "tmpfile", sc_tmpfile },
 	{ "renameat2", sc_renameat2 },
 	{ "new_ags", sc_new_ags },
+	{ "xattr_chain", sc_xattr_chain },
 };
 
 /* ---- the checks after a cut ------------------------------------------------ */
@@ -624,6 +705,58 @@ static void pl_check_xattr(struct pl *p, int i, uint64_t ino, const char *ctx)
 		      pl_name[i], PL_XATTR);
 }
 
+/* user.big holds a value it had in a state since the last sync. */
+static void pl_check_big(struct pl *p, int i, uint64_t ino, const char *ctx)
+{
+	static uint8_t v[MQFS_XATTR_VALUE_MAX], want[MQFS_XATTR_VALUE_MAX];
+	ssize_t n = mqfs_getxattr(p->t.fs, ino, PL_BIG, v, sizeof(v));
+	bool ok = false;
+
+	ck_assert_msg(n >= 0 || n == -ENODATA, "%s: getxattr %zd", ctx, n);
+	for (unsigned j = p->durable; j < p->nsnap && !ok; j++) {
+		const struct pl_ent *e = &p->snap[j].e[i];
+
+		if (!e->exists || (n < 0 ? e->big != 0 : e->big != (size_t)n))
+			continue;
+		pl_big_value(e->big_seed, e->big, want);
+		ok = n < 0 || !memcmp(v, want, e->big);
+	}
+	ck_assert_msg(ok, "%s: %s's %s is a value it never had", ctx,
+		      pl_name[i], PL_BIG);
+}
+
+/* user.many.*: the first k of them, k between two states' counts. */
+static void pl_check_many(struct pl *p, int i, uint64_t ino, const char *ctx)
+{
+	uint32_t k = 0, lo = UINT32_MAX, hi = 0;
+	char x[32], v[sizeof(PL_MANY_VALUE)];
+	ssize_t n;
+
+	for (;; k++) {
+		snprintf(x, sizeof(x), PL_MANY_FMT, k);
+		n = mqfs_getxattr(p->t.fs, ino, x, v, sizeof(v));
+		if (n < 0)
+			break;
+		ck_assert_msg(n == sizeof(v) && !memcmp(v, PL_MANY_VALUE, n),
+			      "%s: %s's %s holds another value", ctx,
+			      pl_name[i], x);
+	}
+	ck_assert_msg(n == -ENODATA, "%s: getxattr %zd", ctx, n);
+	snprintf(x, sizeof(x), PL_MANY_FMT, k + 1);
+	ck_assert_msg(mqfs_getxattr(p->t.fs, ino, x, NULL, 0) == -ENODATA,
+		      "%s: %s's user.many has a hole", ctx, pl_name[i]);
+	for (unsigned j = p->durable; j < p->nsnap; j++) {
+		const struct pl_ent *e = &p->snap[j].e[i];
+
+		if (e->exists) {
+			lo = MQ_MIN(lo, e->many);
+			hi = MQ_MAX(hi, e->many);
+		}
+	}
+	ck_assert_msg(k >= lo && k <= hi, "%s: %s has %u of user.many, not "
+		      "%u to %u", ctx, pl_name[i], k, lo, hi);
+}
+
 static void pl_fsck_clean(struct pl *p, const char *ctx, const char *when)
 {
 	struct mqfs_fsck_opts o = { .mode = MQFS_FSCK_NO, .force = true };
@@ -659,6 +792,8 @@ static void pl_check(struct pl *p, const char *ctx)
 		if (!seen.dir[i])
 			pl_check_file(p, i, ino, ctx);
 		pl_check_xattr(p, i, ino, ctx);
+		pl_check_big(p, i, ino, ctx);
+		pl_check_many(p, i, ino, ctx);
 	}
 	t_fs_unmount(&p->t);
 	pl_fsck_clean(p, ctx, "after the replay");

@@ -189,7 +189,7 @@ START_TEST(test_mount_features)
 	ck_assert_int_eq(mqfs_unmount(fs), 0);
 	ck_assert_int_eq(ts_fsck_n(&t), MQFS_FSCK_ERROR);
 	ts_set_feature(&t, 1, 0);
-	ts_set_feature(&t, 2, 1u << 31);
+	ts_set_feature(&t, 2, 1u << 31);	/* bits 0, 1 are known */
 	ck_assert_int_eq(mqfs_mount(t.q, &t.mount, &fs), -EOPNOTSUPP);
 	ck_assert_int_eq(mqfs_mount(t.q, &ro, &fs), -EOPNOTSUPP);
 	ck_assert_int_eq(ts_fsck_n(&t), MQFS_FSCK_ERROR);

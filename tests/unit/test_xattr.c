@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: MIT
 /*
  * test_xattr.c - extended attributes (src/fs/xattr.c) through fs.h:
- * round trip, flags, names, size limits, the block's life (allocated
- * with the first attribute, freed with the last or with the inode),
- * persistence across remount, and the cache policy (user.mqfs.cache):
+ * round trip, flags, names, size limits (values up to XATTR_SIZE_MAX),
+ * the chain's life (a block allocated with the first attribute, freed
+ * with the last or with the inode), 5,000 attributes on one inode with
+ * listxattr's size probe and fsck clean after, persistence across remount, and the cache policy (user.mqfs.cache):
  * only its values, inherited at creation, kept across remount; the I/O
  * priority policy (user.mqfs.ioprio) the same way, stored canonical,
  * and the class it gives a file's data I/O against the caller's; and the
@@ -63,10 +64,27 @@ static uint64_t tx_free_blocks(struct t_fs *t)
 	return st.f_bfree;
 }
 
+/*
+ * A fresh filesystem of @mib MiB with a new file "f" in it: its inode;
+ * *bfree, the free blocks before the file was made.
+ */
+static uint64_t tx_fresh_file(struct t_fs *t, uint64_t mib, uint64_t *bfree)
+{
+	struct mqfs_entry e;
+
+	t_fs_make(t, mib * T_FS_MIB);
+	tx_file(t, "keep", S_IFREG);	/* root's block, for good */
+	t_fs_remount(t);
+	*bfree = tx_free_blocks(t);
+	ck_assert_int_eq(mqfs_mknod(t->fs, TX_ROOT, "f", S_IFREG | 0644, 0, 0,
+				    0, &e), 0);
+	return e.ino;
+}
+
 static void tx_get_eq(struct t_fs *t, uint64_t ino, const char *name,
 		      const void *want, size_t len)
 {
-	char buf[MQFS_BLOCK_SIZE];
+	static char buf[MQFS_XATTR_VALUE_MAX];
 
 	ck_assert_int_eq(mqfs_getxattr(t->fs, ino, name, NULL, 0),
 			 (ssize_t)len);
@@ -211,51 +229,175 @@ START_TEST(test_xattr_names)
 }
 END_TEST
 
-/* One block: E2BIG for what can never fit, ENOSPC when it is full. */
+/*
+ * The limits are the kernel's: E2BIG past XATTR_SIZE_MAX, values up to
+ * it stored whole (in fragments) under the longest name; more small
+ * attributes than one block holds (the old limit, about 127) chain.
+ */
 START_TEST(test_xattr_limits)
 {
+	static char val[MQFS_XATTR_VALUE_MAX + 1], back[MQFS_XATTR_VALUE_MAX];
+	char name[MQFS_NAME_MAX + 1];
 	struct t_fs t;
-	static char val[MQFS_BLOCK_SIZE];
-	char name[32];
-	size_t max = MQFS_XATTR_SPACE - MQFS_XATTR_ENTRY_HDR - 8;
-	uint64_t f, d;
-	unsigned i, n;
-	int err;
+	uint64_t f, d, bfree;
+	unsigned i;
 
-	memset(val, 'v', sizeof(val));
+	for (i = 0; i < sizeof(val); i++)
+		val[i] = (char)(i * 7 + i / 251);
 	t_fs_make(&t, 32 * T_FS_MIB);
 	f = tx_file(&t, "f", S_IFREG | 0644);
 	d = tx_file(&t, "d", S_IFDIR | 0755);
-	/* "user.big" is 8 bytes: the largest value fills the block. */
-	ck_assert_int_eq(mqfs_setxattr(t.fs, f, "user.big", val, max + 1, 0),
-			 -E2BIG);
-	ck_assert_int_eq(mqfs_setxattr(t.fs, f, "user.big", val, 1u << 20, 0),
-			 -E2BIG);
-	ck_assert_int_eq(mqfs_setxattr(t.fs, f, "user.big", val, max, 0), 0);
-	tx_get_eq(&t, f, "user.big", val, max);
-	ck_assert_int_eq(mqfs_setxattr(t.fs, f, "user.x", "1", 1, 0),
-			 -ENOSPC);
-	/* Replacing the only entry with one as large still fits. */
-	ck_assert_int_eq(mqfs_setxattr(t.fs, f, "user.big", val + 1, max, 0),
-			 0);
-	ck_assert_int_eq(mqfs_removexattr(t.fs, f, "user.big"), 0);
-	/* Many small ones on a directory, until the block is full. */
-	for (n = 0;; n++) {
-		snprintf(name, sizeof(name), "user.k%04u", n);
-		err = mqfs_setxattr(t.fs, d, name, val, 50, 0);
-		if (err)
-			break;
-	}
-	ck_assert_int_eq(err, -ENOSPC);
-	ck_assert_uint_eq(n, MQFS_XATTR_SPACE / 64);	/* 4+10+50, aligned */
-	ck_assert_int_eq(mqfs_removexattr(t.fs, d, "user.k0003"), 0);
-	ck_assert_int_eq(mqfs_setxattr(t.fs, d, name, val, 50, 0), 0);
-	t_fs_remount(&t);
-	for (i = 0; i <= n; i++) {
+	bfree = tx_free_blocks(&t);
+	ck_assert_int_eq(mqfs_setxattr(t.fs, f, "user.big", val,
+				       MQFS_XATTR_VALUE_MAX + 1, 0), -E2BIG);
+	ck_assert_int_eq(mqfs_setxattr(t.fs, f, "user.big", val,
+				       MQFS_XATTR_VALUE_MAX, 0), 0);
+	memset(name, 'n', MQFS_NAME_MAX);
+	memcpy(name, "user.", 5);
+	name[MQFS_NAME_MAX] = '\0';
+	ck_assert_int_eq(mqfs_setxattr(t.fs, f, name, val + 3,
+				       MQFS_XATTR_VALUE_MAX, 0), 0);
+	/* Replaced by another as large, then by a small one. */
+	ck_assert_int_eq(mqfs_setxattr(t.fs, f, "user.big", val + 1,
+				       MQFS_XATTR_VALUE_MAX, 0), 0);
+	ck_assert_int_eq(mqfs_setxattr(t.fs, f, "user.mid", val, 5000, 0), 0);
+	for (i = 0; i < 300; i++) {
 		snprintf(name, sizeof(name), "user.k%04u", i);
-		ck_assert_int_eq(mqfs_getxattr(t.fs, d, name, NULL, 0),
-				 i == 3 ? -ENODATA : 50);
+		ck_assert_int_eq(mqfs_setxattr(t.fs, d, name, val + i, 50, 0),
+				 0);
 	}
+	t_fs_remount(&t);
+	ck_assert_int_eq(mqfs_getxattr(t.fs, f, "user.big", back,
+				       MQFS_XATTR_VALUE_MAX - 1), -ERANGE);
+	ck_assert_int_eq(mqfs_getxattr(t.fs, f, "user.big", back,
+				       sizeof(back)), MQFS_XATTR_VALUE_MAX);
+	ck_assert_int_eq(memcmp(back, val + 1, MQFS_XATTR_VALUE_MAX), 0);
+	tx_get_eq(&t, f, "user.mid", val, 5000);
+	/* Removing them all gives every block back. */
+	for (i = 0; i < 300; i++) {
+		snprintf(name, sizeof(name), "user.k%04u", i);
+		tx_get_eq(&t, d, name, val + i, 50);
+		ck_assert_int_eq(mqfs_removexattr(t.fs, d, name), 0);
+	}
+	ck_assert_int_eq(mqfs_removexattr(t.fs, f, "user.big"), 0);
+	ck_assert_int_eq(mqfs_removexattr(t.fs, f, "user.mid"), 0);
+	ck_assert_uint_gt(bfree, tx_free_blocks(&t));
+	memset(name, 'n', MQFS_NAME_MAX);
+	memcpy(name, "user.", 5);
+	ck_assert_int_eq(mqfs_removexattr(t.fs, f, name), 0);
+	ck_assert_uint_eq(tx_blk(&t, f), 0);
+	ck_assert_uint_eq(tx_blk(&t, d), 0);
+	ck_assert_uint_eq(tx_free_blocks(&t), bfree);
+	t_fs_destroy(&t);
+}
+END_TEST
+
+/* The model of one inode's attributes in test_xattr_scale. */
+#define TX_SCALE	5000u
+struct tx_model {
+	uint32_t seed[TX_SCALE];	/* the value's bytes; its size: */
+	uint32_t size[TX_SCALE];	/* UINT32_MAX: not set */
+};
+
+static void tx_value(uint32_t seed, uint32_t size, uint8_t *v)
+{
+	for (uint32_t i = 0; i < size; i++) {
+		seed = seed * 1103515245u + 12345u;
+		v[i] = (uint8_t)(seed >> 16);
+	}
+}
+
+/* Mostly small values, some of a few KiB, now and then XATTR_SIZE_MAX. */
+static uint32_t tx_size(unsigned r)
+{
+	if (r % 97 == 0)
+		return MQFS_XATTR_VALUE_MAX;
+	if (r % 13 == 0)
+		return r % 6000;
+	return r % 120;
+}
+
+static void tx_scale_set(struct t_fs *t, uint64_t ino, struct tx_model *m,
+			 unsigned i, unsigned r)
+{
+	static uint8_t v[MQFS_XATTR_VALUE_MAX];
+	char name[32];
+
+	snprintf(name, sizeof(name), "user.attr.%05u", i);
+	m->seed[i] = r;
+	m->size[i] = tx_size(r);
+	tx_value(m->seed[i], m->size[i], v);
+	ck_assert_int_eq(mqfs_setxattr(t->fs, ino, name, v, m->size[i], 0), 0);
+}
+
+/* Every attribute as the model has it, and the list names just those. */
+static void tx_scale_check(struct t_fs *t, uint64_t ino,
+			   const struct tx_model *m)
+{
+	static uint8_t v[MQFS_XATTR_VALUE_MAX], want[MQFS_XATTR_VALUE_MAX];
+	static char list[TX_SCALE * 17];
+	char name[32];
+	ssize_t n = mqfs_listxattr(t->fs, ino, NULL, 0);
+	size_t names = 0;
+
+	ck_assert_int_gt(n, 0);
+	ck_assert_int_eq(mqfs_listxattr(t->fs, ino, list, (size_t)n - 1),
+			 -ERANGE);
+	ck_assert_int_eq(mqfs_listxattr(t->fs, ino, list, sizeof(list)), n);
+	for (unsigned i = 0; i < TX_SCALE; i++) {
+		ssize_t got;
+
+		snprintf(name, sizeof(name), "user.attr.%05u", i);
+		got = mqfs_getxattr(t->fs, ino, name, v, sizeof(v));
+		if (m->size[i] == UINT32_MAX) {
+			ck_assert_int_eq(got, -ENODATA);
+			continue;
+		}
+		names += strlen(name) + 1;
+		ck_assert_int_eq(got, (ssize_t)m->size[i]);
+		tx_value(m->seed[i], m->size[i], want);
+		ck_assert_int_eq(memcmp(v, want, m->size[i]), 0);
+	}
+	ck_assert_uint_eq((size_t)n, names);
+}
+
+/*
+ * 5,000 attributes with random values on one inode; a fifth replaced, a
+ * fifth removed; all listed and read back, across a remount, fsck clean;
+ * and the inode's deletion gives every block back.
+ */
+START_TEST(test_xattr_scale)
+{
+	struct mqfs_fsck_opts fo = { .mode = MQFS_FSCK_NO, .force = true };
+	static struct tx_model m;
+	struct t_fs t;
+	uint64_t bfree, ino;
+	unsigned i, r = 1;
+
+	ino = tx_fresh_file(&t, 256, &bfree);
+	for (i = 0; i < TX_SCALE; i++)
+		tx_scale_set(&t, ino, &m, i, r = r * 48271u % 2147483647u);
+	for (i = 0; i < TX_SCALE; i += 5) {
+		char name[32];
+
+		tx_scale_set(&t, ino, &m, i, r = r * 48271u % 2147483647u);
+		snprintf(name, sizeof(name), "user.attr.%05u", i + 1);
+		ck_assert_int_eq(mqfs_removexattr(t.fs, ino, name), 0);
+		ck_assert_int_eq(mqfs_removexattr(t.fs, ino, name), -ENODATA);
+		m.size[i + 1] = UINT32_MAX;
+	}
+	tx_scale_check(&t, ino, &m);
+	t_fs_unmount(&t);
+	ck_assert_int_eq(mqfs_fsck(t.q, &fo), MQFS_FSCK_OK);
+	t_fs_mount(&t);
+	tx_scale_check(&t, ino, &m);
+	ck_assert_int_eq(mqfs_unlink(t.fs, TX_ROOT, "f"), 0);
+	mqfs_forget(t.fs, ino, 1);
+	t_fs_remount(&t);
+	ck_assert_uint_eq(tx_free_blocks(&t), bfree);
+	t_fs_unmount(&t);
+	ck_assert_int_eq(mqfs_fsck(t.q, &fo), MQFS_FSCK_OK);
+	t_fs_mount(&t);
 	t_fs_destroy(&t);
 }
 END_TEST
@@ -264,16 +406,9 @@ END_TEST
 START_TEST(test_xattr_drop)
 {
 	struct t_fs t;
-	struct mqfs_entry e;
 	uint64_t f, blk, bfree;
 
-	t_fs_make(&t, 32 * T_FS_MIB);
-	tx_file(&t, "keep", S_IFREG);	/* root's block, for good */
-	t_fs_remount(&t);
-	bfree = tx_free_blocks(&t);
-	ck_assert_int_eq(mqfs_mknod(t.fs, TX_ROOT, "f", S_IFREG | 0644, 0, 0,
-				    0, &e), 0);
-	f = e.ino;
+	f = tx_fresh_file(&t, 32, &bfree);
 	ck_assert_int_eq(mqfs_setxattr(t.fs, f, "user.a", "1", 1, 0), 0);
 	blk = tx_blk(&t, f);
 	ck_assert_uint_eq(tx_free_blocks(&t), bfree - 1);
@@ -550,6 +685,7 @@ static Suite *xattr_suite(void)
 	tcase_add_test(tc, test_xattr_flags);
 	tcase_add_test(tc, test_xattr_names);
 	tcase_add_test(tc, test_xattr_limits);
+	tcase_add_test(tc, test_xattr_scale);
 	tcase_add_test(tc, test_xattr_drop);
 	tcase_add_test(tc, test_cache_policy);
 	tcase_add_test(tc, test_ioprio_parse);
