@@ -31,11 +31,16 @@ enum {
 /* The mode's permission bits, which an access ACL's base entries mirror. */
 #define MQFS_ACL_RWX_UGO	((mode_t)0777)
 
-struct mqfs_acl_header {
+/*
+ * Packed (alignment 1, the layout unchanged): an ACL value lies wherever
+ * its xattr entry or the FUSE request puts it, after a name of any
+ * length, so its fields are read where they are, at any address.
+ */
+struct __attribute__((packed)) mqfs_acl_header {
 	uint32_t version;
 };
 
-struct mqfs_acl_entry {
+struct __attribute__((packed)) mqfs_acl_entry {
 	uint16_t tag;
 	uint16_t perm;			/* 4 read, 2 write, 1 execute */
 	uint32_t id;			/* uid or gid of a named entry */
