@@ -410,14 +410,19 @@ static void bench_collect(struct bench *b, struct bench_result *r)
 int main(int argc, char **argv)
 {
 	struct bench b = { 0 };
-	struct bench_result *r = calloc(1, sizeof(*r));
+	struct bench_result *r;
 	uint64_t t0;
 	int ret;
 
-	if (!r || bench_parse_opts(argc, argv, &b.o))
+	if (bench_parse_opts(argc, argv, &b.o))
 		return 2;
 	if (bench_open(&b))
 		return 1;
+	r = calloc(1, sizeof(*r));
+	if (!r) {
+		fprintf(stderr, "mqfs-bench: out of memory\n");
+		return 1;
+	}
 	getrusage(RUSAGE_SELF, &r->ru0);
 	t0 = mq_clock_ns();
 	b.end_ns = t0 + (uint64_t)(b.o.runtime * 1e9);
