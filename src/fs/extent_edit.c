@@ -496,28 +496,42 @@ static int ext_remove_one(struct mqfs_handle *h, struct mqfs_ino *ip,
 	return err;
 }
 
+/*
+ * The extent holding *@lblk into @f, or, when *@lblk is in a hole, the
+ * next one, *@lblk moved to its start: 1, or 0 when none starts before
+ * @end, or -errno.
+ */
+static int ext_next_mapped(struct mqfs_handle *h, struct mqfs_ino *ip,
+			   uint64_t *lblk, uint64_t end, struct ext_found *f)
+{
+	for (;;) {
+		int err = mqfs_ext_find(h->fs, ip, *lblk, f);
+
+		if (err)
+			return err;
+		if (f->mapped)
+			return 1;
+		if (f->next >= end)
+			return 0;
+		*lblk = f->next;
+	}
+}
+
 int mqfs_extent_remove(struct mqfs_handle *h, struct mqfs_ino *ip,
 		       uint64_t lblk, uint64_t len)
 {
 	uint64_t end = lblk >= EXT_END || len > EXT_END - lblk ?
 		       EXT_END : lblk + len;
-	int err = 0;
+	struct ext_found f;
+	int got;
 
-	while (lblk < end) {
-		struct ext_found f;
-
-		err = mqfs_ext_find(h->fs, ip, lblk, &f);
-		if (err)
-			return err;
-		if (!f.mapped) {
-			if (f.next >= end)
-				break;
-			lblk = f.next;
-			continue;
-		}
-		err = ext_remove_one(h, ip, lblk, end, &lblk);
-		if (err)
-			return err;
+	while (lblk < end &&
+	       (got = ext_next_mapped(h, ip, &lblk, end, &f)) != 0) {
+		if (got < 0)
+			return got;
+		got = ext_remove_one(h, ip, lblk, end, &lblk);
+		if (got)
+			return got;
 	}
 	return ext_shrink(h, ip);
 }
@@ -564,24 +578,20 @@ int mqfs_extent_mark_written(struct mqfs_handle *h, struct mqfs_ino *ip,
 			     uint64_t lblk, uint32_t len)
 {
 	uint64_t end = lblk >= EXT_END ? lblk : MQ_MIN(lblk + len, EXT_END);
+	struct ext_found f;
+	int got;
 
-	while (lblk < end) {
-		struct ext_found f;
-		int err = mqfs_ext_find(h->fs, ip, lblk, &f);
-
-		if (err)
-			return err;
-		if (!f.mapped) {
-			if (f.next >= end)
-				break;
-			lblk = f.next;
-		} else if (!(f.ext.flags & MQFS_EXT_UNWRITTEN)) {
+	while (lblk < end &&
+	       (got = ext_next_mapped(h, ip, &lblk, end, &f)) != 0) {
+		if (got < 0)
+			return got;
+		if (!(f.ext.flags & MQFS_EXT_UNWRITTEN)) {
 			lblk = ext_end(&f.ext);
-		} else {
-			err = ext_written_one(h, ip, lblk, end, &lblk);
-			if (err)
-				return err;
+			continue;
 		}
+		got = ext_written_one(h, ip, lblk, end, &lblk);
+		if (got)
+			return got;
 	}
 	return ext_shrink(h, ip);
 }

@@ -364,6 +364,15 @@ bool mqfs_wb_write_back(struct mqfs_fs *fs, struct mqfs_ino *ip,
 
 /* ---- the flusher --------------------------------------------------------- */
 
+/* An inode wb_next or wb_next_small counted active is done with. */
+static void wb_inode_done(struct mqfs_wback *wb)
+{
+	pthread_mutex_lock(&wb->lock);
+	wb->active--;
+	pthread_cond_broadcast(&wb->idle);
+	pthread_mutex_unlock(&wb->lock);
+}
+
 /*
  * After a turn of @ip (its lock given back): drop its pin if it has
  * nothing left, else queue it again if it has dirty entries.
@@ -466,12 +475,8 @@ static void wb_flush_group(struct mqfs_wback *wb, struct mqfs_ino *first)
 			wb_end(wb->fs, ips[i], &b[i]);
 		pthread_rwlock_unlock(&ips[i]->lock);
 		wb_turn_done(wb, ips[i]);
-		if (i) {			/* @first is the caller's */
-			pthread_mutex_lock(&wb->lock);
-			wb->active--;
-			pthread_cond_broadcast(&wb->idle);
-			pthread_mutex_unlock(&wb->lock);
-		}
+		if (i)				/* @first is the caller's */
+			wb_inode_done(wb);
 	}
 }
 
@@ -537,10 +542,7 @@ void *mqfs_wb_flusher(void *arg)
 			wb_flush_group(wb, ip);
 		else
 			wb_flush_inode(wb, ip);
-		pthread_mutex_lock(&wb->lock);
-		wb->active--;
-		pthread_cond_broadcast(&wb->idle);
-		pthread_mutex_unlock(&wb->lock);
+		wb_inode_done(wb);
 	}
 	return NULL;
 }
